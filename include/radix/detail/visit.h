@@ -1,0 +1,157 @@
+#pragma once
+// Walks the leaves of argument structures: Tensors, scalars, strings, enums, std containers and
+// plain aggregates (through Boost.PFR). Used by compile, call, Exe and hashing.
+#include <array>
+#include <boost/pfr.hpp>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "radix/tensor.h"
+
+namespace radix::detail {
+
+template <class T> struct IsStdArray : std::false_type {};
+template <class T, size_t N> struct IsStdArray<std::array<T, N>> : std::true_type {};
+template <class T> struct IsVector : std::false_type {};
+template <class T, class A> struct IsVector<std::vector<T, A>> : std::true_type {};
+template <class T> struct IsOptional : std::false_type {};
+template <class T> struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T> struct IsVariant : std::false_type {};
+template <class... T> struct IsVariant<std::variant<T...>> : std::true_type {};
+template <class T> struct IsTupleLike : std::false_type {};
+template <class... T> struct IsTupleLike<std::tuple<T...>> : std::true_type {};
+template <class A, class B> struct IsTupleLike<std::pair<A, B>> : std::true_type {};
+template <class> inline constexpr bool kAlwaysFalse = false;
+
+/// Calls v.tensor(t) for every Tensor leaf, v.value(x) for every other leaf, and v.size(n) for
+/// the run-time structure (vector sizes, optional presence, variant index), in a fixed order.
+template <class V, class T>
+void visitLeaves(V& v, T& x) {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, Tensor>) {
+    v.tensor(x);
+  } else if constexpr (std::is_arithmetic_v<U> || std::is_enum_v<U> || std::is_same_v<U, std::string> ||
+                       std::is_same_v<U, std::string_view> || std::is_same_v<U, Shape> ||
+                       std::is_same_v<U, Tag> || std::is_same_v<U, std::monostate>) {
+    v.value(x);
+  } else if constexpr (std::is_array_v<U> || IsStdArray<U>::value) {
+    for (auto& e : x) visitLeaves(v, e);
+  } else if constexpr (IsVector<U>::value) {
+    v.size(x.size());
+    for (auto& e : x) visitLeaves(v, e);
+  } else if constexpr (IsOptional<U>::value) {
+    v.size(x.has_value() ? 1 : 0);
+    if (x) visitLeaves(v, *x);
+  } else if constexpr (IsVariant<U>::value) {
+    v.size(x.index());
+    std::visit([&](auto& a) { visitLeaves(v, a); }, x);
+  } else if constexpr (IsTupleLike<U>::value) {
+    std::apply([&](auto&... a) { (visitLeaves(v, a), ...); }, x);
+  } else if constexpr (std::is_aggregate_v<U> && std::is_class_v<U>) {
+    boost::pfr::for_each_field(x, [&](auto& field) { visitLeaves(v, field); });
+  } else {
+    static_assert(kAlwaysFalse<U>,
+                  "radix: argument and result types may hold Tensors, numbers, enums, strings, Shapes, "
+                  "std::array/vector/optional/variant/pair/tuple and plain structs of those");
+  }
+}
+
+/// Deep hash of argument structures, stable across processes (XXH64 of a byte stream).
+class Hasher {
+ public:
+  void bytes(const void* data, size_t n) { buf_.append(static_cast<const char*>(data), n); }
+  void size(size_t n) { bytes(&n, sizeof n); }
+  void tensor(const Tensor& t) { shape(t.shape()); }
+  void shape(const Shape& s);
+  void tag(Tag t) {
+    size(t.name().size());
+    bytes(t.name().data(), t.name().size());
+  }
+  template <class T>
+  void value(const T& x) {
+    if constexpr (std::is_same_v<T, Shape>) {
+      shape(x);
+    } else if constexpr (std::is_same_v<T, Tag>) {
+      tag(x);
+    } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::string_view>) {
+      size(x.size());
+      bytes(x.data(), x.size());
+    } else if constexpr (std::is_same_v<T, std::monostate>) {
+    } else if constexpr (std::is_same_v<T, bool>) {
+      unsigned char b = x ? 1 : 0;
+      bytes(&b, 1);
+    } else {
+      bytes(&x, sizeof x);
+    }
+  }
+  uint64_t digest() const;
+
+ private:
+  std::string buf_;
+};
+
+/// Hashes every leaf of `args...`: equal structures with equal shapes and values hash equal.
+template <class... Args>
+uint64_t hashArgs(const Args&... args) {
+  Hasher h;
+  (visitLeaves(h, args), ...);
+  return h.digest();
+}
+
+/// Hashes only the non-Tensor leaves and the structure (compile-time constants of an Exe).
+struct ConstantHasher : Hasher {
+  void tensor(const Tensor&) { size(0x7e); }
+};
+
+/// Collects pointers to the Tensor leaves, in visiting order.
+struct TensorCollector {
+  std::vector<const Tensor*> out;
+  void tensor(const Tensor& t) { out.push_back(&t); }
+  template <class T> void value(const T&) {}
+  void size(size_t) {}
+};
+
+/// Replaces Tensor leaves, in visiting order, with the given tensors.
+struct TensorReplacer {
+  const std::vector<Tensor>& with;
+  size_t next = 0;
+  void tensor(Tensor& t);
+  template <class T> void value(const T&) {}
+  void size(size_t) {}
+};
+
+/// Turns Tensor leaves into shape-only placeholders (so no traced value escapes a trace).
+struct TensorForgetter {
+  void tensor(Tensor& t) { t = Tensor(t.shape()); }
+  template <class T> void value(const T&) {}
+  void size(size_t) {}
+};
+
+/// "NN" for a demangled "radix::test::NN<int>" (the last identifier, made symbol-safe).
+std::string shortTypeName(const std::type_info& type);
+/// Demangled type name, for error messages.
+std::string demangle(const std::type_info& type);
+/// A name for a callable: the class of a member function pointer, or "fn".
+std::string calleeName(const std::type_info& objectType, bool isMember);
+/// Bytes that identify a function across runs of one binary: the module it lives in and its
+/// offset there (function pointers), or its type alone (lambdas, functors).
+std::string functionIdentity(const std::type_info& type, const void* pointerBytes, size_t size, bool isMemberPointer);
+
+template <class F>
+std::string identityOf(const F& f) {
+  using D = std::decay_t<F>;
+  if constexpr (std::is_member_function_pointer_v<D> || std::is_pointer_v<D>) {
+    return functionIdentity(typeid(D), &f, sizeof f, std::is_member_function_pointer_v<D>);
+  } else {
+    return functionIdentity(typeid(D), nullptr, 0, false);
+  }
+}
+
+}  // namespace radix::detail

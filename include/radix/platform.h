@@ -1,0 +1,86 @@
+#pragma once
+/// Platforms (where code runs), compile options and memory kinds.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace radix {
+
+/// Where a buffer lives. On CPU every kind is host memory; the kind is still recorded in the
+/// module (`mhlo.memory_kind`) and reported by Tensor::memory(), as on an accelerator.
+enum class Memory : uint8_t { device, hostPinned, hostUnpinned };
+
+/// PJRT's name of a memory kind: memoryKindName(Memory::hostPinned) -> "pinned_host"
+std::string_view memoryKindName(Memory memory);
+
+/// How a program is partitioned across devices (the seed's Platform.sharding()).
+struct Sharding {
+  int numReplicas = 1;
+  int numPartitions = 1;
+  /// With partitions > 1, emit `mhlo.sharding` / `mhlo.layout_mode` on arguments and results.
+  bool enabled = true;
+};
+
+/// Options that change how a module is compiled; all of them enter the cache key.
+struct CompileOptions {
+  /// LLVM optimization level, 0..3.
+  int optLevel = 2;
+  /// On-disk executable cache: nullopt follows RADIX_CACHE_DIR ("off" disables it).
+  std::optional<bool> cache;
+  /// Cache folder; empty means $RADIX_CACHE_DIR, else $XDG_CACHE_HOME/radix, else ~/.cache/radix.
+  std::string cacheDir;
+  /// Writes module.mlir (with locations) here; empty means $RADIX_DUMP_DIR (or nothing).
+  std::string dumpDir;
+  /// Also writes the IR after each pass of the lowering pipeline into dumpDir.
+  bool dumpPasses = false;
+  /// When dumping passes, only those whose name matches this ECMAScript regex (empty: all).
+  std::string dumpPassRegex;
+  /// Overrides the host CPU name (e.g. "x86-64-v3") and features ("+avx2,+fma"), so that a
+  /// cache can be shared by machines of one kind.
+  std::string targetCpu;
+  std::string targetFeatures;
+  /// Threads for compiled code; 0 means one per core.
+  int threads = 0;
+};
+
+namespace detail {
+struct PlatformState;
+}
+
+/// A compilation and execution target. Cheap to copy.
+/// Platform cpu = Platform::cpu(); cpu.target() -> "cpu"
+class Platform {
+ public:
+  /// The host CPU (initialises LLVM's native target once per process).
+  static Platform cpu();
+
+  /// "cpu"
+  std::string_view target() const;
+  /// The sharding configuration: numReplicas, numPartitions, enabled.
+  const Sharding& sharding() const;
+  /// A copy with another sharding: cpu.withSharding({.numPartitions = 4})
+  Platform withSharding(Sharding sharding) const;
+  /// The compile options used by radix::compile on this platform.
+  const CompileOptions& options() const;
+  /// A copy with other compile options: cpu.withOptions({.optLevel = 0})
+  Platform withOptions(CompileOptions options) const;
+
+  friend bool operator==(const Platform& a, const Platform& b) { return a.state_ == b.state_; }
+  const detail::PlatformState& state() const { return *state_; }
+
+ private:
+  explicit Platform(std::shared_ptr<const detail::PlatformState> state) : state_(std::move(state)) {}
+  std::shared_ptr<const detail::PlatformState> state_;
+};
+
+}  // namespace radix
+
+namespace radix {
+class Shape;
+/// The seed's writeShardingRepresentation: "{replicated}" when no axis is sharded or there is one
+/// partition, else "{devices=[d0,d1,...]<=[n]}" with n for sharded axes and 1 for the others.
+/// shardingRepresentation(Shape({16, 8}, f32).withSharding({0}), 4) -> "{devices=[4,1]<=[4]}"
+std::string shardingRepresentation(const Shape& shape, int numPartitions);
+}  // namespace radix

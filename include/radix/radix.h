@@ -1,0 +1,9 @@
+#pragma once
+/// Radix: write models as plain C++ structs of Tensors, trace them into MLIR, compile once,
+/// cache on disk, run fast.
+#include "radix/dtype.h"
+#include "radix/error.h"
+#include "radix/module.h"
+#include "radix/platform.h"
+#include "radix/shape.h"
+#include "radix/tensor.h"

@@ -1,0 +1,53 @@
+#pragma once
+// Cache entries and dump folders (no MLIR here).
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "radix/cache.h"
+#include "radix/platform.h"
+
+namespace radix::detail {
+
+struct LoadedObject {
+  void* entry = nullptr;
+  std::shared_ptr<void> owner;
+};
+
+/// Loads a relocatable object into a fresh JIT and finds the packed entry (compiler.cpp).
+std::optional<LoadedObject> loadObject(const std::string& path);
+
+/// Dump folder from options, else $RADIX_DUMP_DIR; "" when none.
+std::string resolveDumpDir(const CompileOptions& options);
+/// <root>/<target>/<name>_<hash16>, with the name cut so that paths stay valid.
+std::string entryPath(const std::string& root, std::string_view target, const std::string& name, uint64_t key);
+/// Writes a file through a temporary and a rename; failures are warnings.
+void writeFileAtomic(const std::filesystem::path& path, const std::string& content);
+
+class CacheEntry {
+ public:
+  CacheEntry(std::string dir, uint64_t key) : dir_(std::move(dir)), key_(key) {}
+  /// Loads the entry; a missing entry is a miss, a bad one a warning (and a miss).
+  std::optional<LoadedObject> load();
+  /// Writes module.mlir, the object (through writeObject(path)) and meta.json into a temporary
+  /// folder, then renames it into place; a concurrent writer's entry is kept.
+  void store(const std::string& moduleText, const std::function<void(const std::string&)>& writeObject);
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  uint64_t key_;
+};
+
+/// The entry for `key`, or nullopt when the cache is disabled.
+std::optional<CacheEntry> openCache(const CompileOptions& options, std::string_view target, const std::string& name,
+                                    uint64_t key);
+
+/// Counts a compile (for cacheStats).
+void countCompile();
+
+}  // namespace radix::detail

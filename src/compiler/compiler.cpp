@@ -1,0 +1,343 @@
+// Lowering (linalg on tensors -> LLVM), JIT, and the on-disk executable cache.
+#include "compiler/compiler.h"
+
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "compiler/cache.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
+#include "radix/error.h"
+#include "radix/version.h"
+#include "runtime/profiler.h"
+#include "runtime/runtime.h"
+
+namespace radix::detail {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kEntry = "main";
+constexpr const char* kPackedEntry = "_mlir__mlir_ciface_main";
+
+// Bump when the pipeline or the entry ABI changes: it enters the cache key.
+constexpr const char* kPipelineVersion = "pipeline-1";
+
+const char* kPipeline =
+    "inline,symbol-dce,canonicalize,cse,canonicalize,convert-elementwise-to-linalg,"
+    "func.func(linalg-fuse-elementwise-ops),canonicalize,eliminate-empty-tensors,"
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
+    "buffer-deallocation-pipeline,convert-bufferization-to-memref,func.func(convert-linalg-to-loops),"
+    "lower-affine,convert-scf-to-cf,canonicalize,expand-strided-metadata,lower-affine,"
+    "func.func(arith-expand{include-bf16}),finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
+    "convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,convert-index-to-llvm,"
+    "convert-ub-to-llvm,reconcile-unrealized-casts";
+
+void initLlvmOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+void registerPassesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { mlir::registerAllPasses(); });
+}
+
+struct Target {
+  std::string triple, cpu, features;
+  std::string str() const { return triple + "|" + cpu + "|" + features; }
+};
+
+Target hostTarget(const CompileOptions& options) {
+  Target t;
+  t.triple = llvm::sys::getProcessTriple();
+  t.cpu = options.targetCpu.empty() ? std::string(llvm::sys::getHostCPUName()) : options.targetCpu;
+  if (!options.targetFeatures.empty()) {
+    t.features = options.targetFeatures;
+  } else {
+    std::vector<std::string> on;
+    for (auto& f : llvm::sys::getHostCPUFeatures())
+      if (f.second) on.push_back("+" + f.first().str());
+    std::sort(on.begin(), on.end());
+    for (size_t i = 0; i < on.size(); ++i) t.features += (i ? "," : "") + on[i];
+  }
+  return t;
+}
+
+llvm::orc::JITTargetMachineBuilder machineBuilder(const Target& target, int optLevel) {
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(target.triple)};
+  jtmb.setCPU(target.cpu);
+  std::vector<std::string> features;
+  std::stringstream ss(target.features);
+  for (std::string f; std::getline(ss, f, ',');)
+    if (!f.empty()) features.push_back(f);
+  jtmb.addFeatures(features);
+  jtmb.setCodeGenOptLevel(optLevel <= 0 ? llvm::CodeGenOptLevel::None
+                          : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                          : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                          : llvm::CodeGenOptLevel::Aggressive);
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  return jtmb;
+}
+
+std::string errorText(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return s;
+}
+
+/// Writes the IR after each pass (matching a regex) into a folder, and names the failing pass.
+class DumpInstrumentation : public mlir::PassInstrumentation {
+ public:
+  DumpInstrumentation(std::string dir, std::string regex, bool everyPass)
+      : dir_(std::move(dir)), regex_(regex.empty() ? ".*" : regex), everyPass_(everyPass) {}
+  void runAfterPass(mlir::Pass* pass, mlir::Operation* op) override {
+    ++index_;
+    if (!everyPass_ || dir_.empty()) return;
+    std::string arg = pass->getArgument().str();
+    if (!std::regex_search(arg, regex_)) return;
+    char name[256];
+    std::snprintf(name, sizeof name, "%03d_%s.mlir", index_, arg.empty() ? "pass" : arg.c_str());
+    std::error_code ec;
+    fs::create_directories(fs::path(dir_) / "passes", ec);
+    std::ofstream out(fs::path(dir_) / "passes" / name);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    op->print(os);
+    out << text;
+  }
+  void runAfterPassFailed(mlir::Pass* pass, mlir::Operation* op) override {
+    failedPass_ = pass->getArgument().str();
+    if (failedPass_.empty()) failedPass_ = pass->getName().str();
+    if (!dir_.empty()) {
+      std::error_code ec;
+      fs::create_directories(dir_, ec);
+      failedPath_ = (fs::path(dir_) / ("failed_" + failedPass_ + ".mlir")).string();
+      std::ofstream out(failedPath_);
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      op->print(os);
+      out << text;
+    }
+  }
+  std::string failedPass_, failedPath_;
+
+ private:
+  std::string dir_;
+  std::regex regex_;
+  bool everyPass_;
+  int index_ = 0;
+};
+
+/// @main as traced -> the entry the runtime calls: C interface, donated arguments written in
+/// place (materialize_in_destination into the argument), others read-only.
+void prepareEntry(mlir::ModuleOp module, const Signature& signature) {
+  auto main = module.lookupSymbol<mlir::func::FuncOp>(kEntry);
+  mlir::OpBuilder b(module.getContext());
+  main->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  std::vector<bool> donated(signature.argShapes.size(), false);
+  for (int32_t a : signature.donations)
+    if (a >= 0) donated[a] = true;
+  for (size_t a = 0; a < donated.size(); ++a) main.setArgAttr(a, "bufferization.writable", b.getBoolAttr(donated[a]));
+  auto ret = mlir::cast<mlir::func::ReturnOp>(main.getBody().front().getTerminator());
+  b.setInsertionPoint(ret);
+  for (size_t i = 0; i < signature.donations.size(); ++i) {
+    const int32_t a = signature.donations[i];
+    if (a < 0) continue;
+    mlir::Value arg = main.getArgument(a);
+    auto m = mlir::bufferization::MaterializeInDestinationOp::create(b, ret.getLoc(), ret.getOperand(i), arg);
+    ret.setOperand(i, m.getResult());
+  }
+}
+
+struct Lowered {
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  PackedEntry entry = nullptr;
+};
+
+}  // namespace
+
+static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
+  return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|" + kPipelineVersion +
+         "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads);
+}
+
+CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, const std::string& name,
+                           const Signature& signature) {
+  TraceEvent total("compile");
+  total.arg("name", name);
+  initLlvmOnce();
+  const CompileOptions& options = platform.options();
+  const Target target = hostTarget(options);
+
+  std::string canonicalText, debugText;
+  {
+    llvm::raw_string_ostream os(canonicalText);
+    module->print(os);
+    llvm::raw_string_ostream dbg(debugText);
+    module->print(dbg, mlir::OpPrintingFlags().enableDebugInfo(true, false));
+  }
+  const std::string material = canonicalText + "\n" + cacheKeyMaterial(target, options);
+  const uint64_t key = XXH64(material.data(), material.size(), 0);
+
+  const std::string dumpDir = resolveDumpDir(options);
+  std::string moduleDumpDir;
+  if (!dumpDir.empty()) {
+    moduleDumpDir = entryPath(dumpDir, platform.target(), name, key);
+    writeFileAtomic(fs::path(moduleDumpDir) / "module.mlir", debugText);
+  }
+
+  std::optional<CacheEntry> cache = openCache(options, platform.target(), name, key);
+  if (cache) {
+    TraceEvent lookup("cache.lookup");
+    if (auto loaded = cache->load()) {
+      lookup.arg("hit", "true");
+      CompiledCode code;
+      code.entry = reinterpret_cast<PackedEntry>(loaded->entry);
+      code.owner = loaded->owner;
+      code.fromCache = true;
+      return code;
+    }
+    lookup.arg("hit", "false");
+  }
+
+  mlir::MLIRContext* ctx = module.getContext();
+  {
+    mlir::DialectRegistry registry;
+    mlir::registerAllDialects(registry);
+    mlir::registerAllExtensions(registry);
+    mlir::registerBuiltinDialectTranslation(registry);
+    mlir::registerLLVMDialectTranslation(registry);
+    ctx->appendDialectRegistry(registry);
+  }
+  registerPassesOnce();
+
+  mlir::OwningOpRef<mlir::ModuleOp> lowered(mlir::cast<mlir::ModuleOp>(module->clone()));
+  prepareEntry(*lowered, signature);
+
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic& d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+
+  double lowerSeconds = 0, llvmSeconds = 0;
+  {
+    TraceEvent lower("compile.lower");
+    mlir::PassManager pm(ctx);
+    if (mlir::failed(mlir::parsePassPipeline(kPipeline, pm)))
+      throw Error("[compile] internal error: bad pass pipeline: " + diagnostics);
+    auto* dump = new DumpInstrumentation(moduleDumpDir, options.dumpPassRegex, options.dumpPasses);
+    pm.addInstrumentation(std::unique_ptr<mlir::PassInstrumentation>(dump));
+    if (mlir::failed(pm.run(*lowered))) {
+      std::string where = dump->failedPath_.empty() ? "set RADIX_DUMP_DIR to keep the IR" : "IR at " + dump->failedPath_;
+      throw Error("[compile] pass " + dump->failedPass_ + " failed (" + where + "):\n" + diagnostics);
+    }
+    lowerSeconds = lower.seconds();
+  }
+
+  countCompile();
+  Lowered result;
+  {
+    TraceEvent llvmEvent("compile.llvm");
+    auto jtmb = machineBuilder(target, options.optLevel);
+    auto tm = jtmb.createTargetMachine();
+    if (!tm) throw Error("[compile] no LLVM target machine for " + target.triple + ": " + errorText(tm.takeError()));
+    mlir::ExecutionEngineOptions eeOptions;
+    eeOptions.transformer = mlir::makeOptimizingTransformer(static_cast<unsigned>(std::clamp(options.optLevel, 0, 3)), 0, tm->get());
+    eeOptions.enableObjectDump = cache.has_value();
+    auto engine = mlir::ExecutionEngine::create(*lowered, eeOptions, std::move(*tm));
+    if (!engine) throw Error("[compile] LLVM translation failed: " + errorText(engine.takeError()) + diagnostics);
+    result.engine = std::move(*engine);
+    auto fn = result.engine->lookupPacked(std::string("_mlir_ciface_") + kEntry);
+    if (!fn) throw Error("[compile] entry not found after code generation: " + errorText(fn.takeError()));
+    result.entry = *fn;
+    llvmSeconds = llvmEvent.seconds();
+  }
+
+  if (cache) {
+    TraceEvent store("cache.store");
+    cache->store(debugText, [&](const std::string& path) { result.engine->dumpToObjectFile(path); });
+  }
+
+  const double seconds = total.seconds();
+  if (seconds > 1.0)
+    std::fprintf(stderr, "radix: compiled %s in %.3f s (lower %.3f s, llvm %.3f s)\n", name.c_str(), seconds,
+                 lowerSeconds, llvmSeconds);
+
+  CompiledCode code;
+  code.entry = result.entry;
+  code.owner = std::shared_ptr<mlir::ExecutionEngine>(std::move(result.engine));
+  return code;
+}
+
+// ---- loading a cached object ----
+
+std::optional<LoadedObject> loadObject(const std::string& path) {
+  initLlvmOnce();
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) return std::nullopt;
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) {
+    llvm::consumeError(jit.takeError());
+    return std::nullopt;
+  }
+  auto& dylib = (*jit)->getMainJITDylib();
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
+  if (!generator) {
+    llvm::consumeError(generator.takeError());
+    return std::nullopt;
+  }
+  dylib.addGenerator(std::move(*generator));
+  if (auto err = (*jit)->addObjectFile(std::move(*buffer))) {
+    llvm::consumeError(std::move(err));
+    return std::nullopt;
+  }
+  auto symbol = (*jit)->lookup(kPackedEntry);
+  if (!symbol) {
+    llvm::consumeError(symbol.takeError());
+    return std::nullopt;
+  }
+  LoadedObject out;
+  out.entry = symbol->toPtr<void*>();
+  out.owner = std::shared_ptr<llvm::orc::LLJIT>(std::move(*jit));
+  return out;
+}
+
+}  // namespace radix::detail

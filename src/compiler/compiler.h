@@ -1,0 +1,33 @@
+#pragma once
+// From a traced module to loaded native code, through the on-disk cache.
+#include <memory>
+#include <string>
+
+#include "radix/detail/trace.h"
+#include "radix/platform.h"
+
+namespace mlir {
+class ModuleOp;
+}
+
+namespace radix::detail {
+
+/// Packed entry point: one pointer per argument and out-parameter, each pointing to a pointer
+/// to an MLIR memref descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}.
+using PackedEntry = void (*)(void**);
+
+struct CompiledCode {
+  PackedEntry entry = nullptr;
+  std::shared_ptr<void> owner;  // keeps the JIT or loaded object alive
+  bool fromCache = false;
+};
+
+/// Lowers a clone of `module` to native code for `platform`, or loads it from the cache.
+/// Throws radix::Error("[compile] ...") with the failing pass and dump path on failure.
+CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, const std::string& name,
+                           const Signature& signature);
+
+/// The executable that runs compiled code on CPU buffers (src/runtime/exe.cpp).
+std::shared_ptr<Executable> makeCpuExecutable(std::string mlirText, Signature signature, CompiledCode code);
+
+}  // namespace radix::detail

@@ -1,0 +1,152 @@
+// Platform and the CPU executable: argument checks, result allocation, donation, the call.
+#include <cstring>
+#include <mutex>
+
+#include "compiler/compiler.h"
+#include "radix/detail/visit.h"
+#include "runtime/profiler.h"
+#include "runtime/runtime.h"
+
+namespace radix {
+
+Platform Platform::cpu() {
+  static const Platform platform(std::make_shared<const detail::PlatformState>());
+  return platform;
+}
+
+std::string_view Platform::target() const { return state_->target; }
+const Sharding& Platform::sharding() const { return state_->sharding; }
+const CompileOptions& Platform::options() const { return state_->options; }
+
+Platform Platform::withSharding(Sharding sharding) const {
+  if (sharding.numReplicas < 1 || sharding.numPartitions < 1)
+    throw Error("[platform] numReplicas and numPartitions must be >= 1, got " + std::to_string(sharding.numReplicas) +
+                " and " + std::to_string(sharding.numPartitions));
+  auto s = std::make_shared<detail::PlatformState>(*state_);
+  s->sharding = sharding;
+  return Platform(std::move(s));
+}
+
+Platform Platform::withOptions(CompileOptions options) const {
+  if (options.optLevel < 0 || options.optLevel > 3)
+    throw Error("[platform] optLevel must be 0..3, got " + std::to_string(options.optLevel));
+  auto s = std::make_shared<detail::PlatformState>(*state_);
+  s->options = std::move(options);
+  return Platform(std::move(s));
+}
+
+namespace detail {
+
+void checkCallStructure(const Signature& signature, const std::type_info& argTypes, uint64_t constantsHash) {
+  if (*signature.argTypes != argTypes)
+    throw Error("[exe] argument structure differs from compile time: compiled for " + demangle(*signature.argTypes) +
+                ", called with " + demangle(argTypes));
+  if (signature.constantsHash != constantsHash)
+    throw Error("[exe] non-Tensor arguments (compile-time constants) or container sizes differ from compile time: "
+                "compile again for new values");
+}
+
+namespace {
+
+/// A memref descriptor {allocated, aligned, offset, sizes[rank], strides[rank]} for a dense buffer.
+void appendDescriptor(std::vector<int64_t>& out, void* data, const Shape& shape) {
+  out.push_back(reinterpret_cast<int64_t>(data));
+  out.push_back(reinterpret_cast<int64_t>(data));
+  out.push_back(0);
+  std::vector<int64_t> dims = shape.dims();
+  for (int64_t d : dims) out.push_back(d);
+  int64_t stride = 1;
+  std::vector<int64_t> strides(dims.size());
+  for (size_t i = dims.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= dims[i];
+  }
+  for (int64_t s : strides) out.push_back(s);
+}
+
+class CpuExecutable final : public Executable {
+ public:
+  CpuExecutable(std::string mlir, Signature signature, CompiledCode code)
+      : mlir_(std::move(mlir)), signature_(std::move(signature)), code_(std::move(code)) {}
+
+  const std::string& mlir() const override { return mlir_; }
+  const Signature& signature() const override { return signature_; }
+  bool fromCache() const override { return code_.fromCache; }
+
+  std::vector<Tensor> run(const std::vector<const Tensor*>& leaves) const override {
+    TraceEvent event("exe.call");
+    const Signature& sig = signature_;
+    if (leaves.size() != sig.leafToArg.size())
+      throw Error("[exe] " + std::to_string(leaves.size()) + " tensor arguments, compiled for " +
+                  std::to_string(sig.leafToArg.size()));
+    const size_t numArgs = sig.argShapes.size();
+    std::vector<DeviceBuffer*> args(numArgs, nullptr);
+    int64_t argBytes = 0;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const Tensor& t = *leaves[i];
+      const int32_t a = sig.leafToArg[i];
+      const auto& buffer = TensorAccess::buffer(t);
+      if (!buffer)
+        throw Error("[exe] tensor argument " + std::to_string(i) + " " + t.shape().str() + " is not bound to a buffer");
+      liveStorage(*buffer, "exe", t.shape());
+      if (!t.shape().sameDimsAndDtype(sig.argShapes[a]))
+        throw Error("[exe] tensor argument " + std::to_string(i) + " is " + t.shape().str() + ", compiled for " +
+                    sig.argShapes[a].str());
+      if (args[a] && args[a] != buffer.get())
+        throw Error("[exe] tensor argument " + std::to_string(i) + " " + t.shape().str() +
+                    " was the same buffer as another argument at compile time but differs now");
+      if (!args[a]) argBytes += static_cast<int64_t>(t.shape().byteSize());
+      args[a] = buffer.get();
+    }
+    std::vector<std::shared_ptr<Storage>> outputs;
+    for (size_t r = 0; r < sig.resultShapes.size(); ++r) {
+      const int32_t a = sig.donations[r];
+      outputs.push_back(a >= 0 ? args[a]->storage : std::make_shared<Storage>(sig.resultShapes[r].byteSize()));
+    }
+    std::vector<int64_t> descriptors;
+    std::vector<size_t> offsets;
+    for (size_t a = 0; a < numArgs; ++a) {
+      offsets.push_back(descriptors.size());
+      appendDescriptor(descriptors, args[a]->storage->data, sig.argShapes[a]);
+    }
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      offsets.push_back(descriptors.size());
+      appendDescriptor(descriptors, outputs[r]->data, sig.resultShapes[r]);
+    }
+    std::vector<void*> pointers(offsets.size());
+    std::vector<void*> packed(offsets.size());
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      pointers[i] = descriptors.data() + offsets[i];
+      packed[i] = &pointers[i];
+    }
+    event.arg("argument_bytes", argBytes);
+    code_.entry(packed.data());
+    std::vector<Tensor> results;
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      auto buffer = std::make_shared<DeviceBuffer>();
+      buffer->storage = outputs[r];
+      buffer->memory = sig.memories[r];
+      results.push_back(TensorAccess::bound(sig.resultShapes[r], std::move(buffer), sig.memories[r]));
+    }
+    for (int32_t a : sig.donations)
+      if (a >= 0) {
+        args[a]->storage.reset();
+        args[a]->donated = true;
+      }
+    return results;
+  }
+
+ private:
+  std::string mlir_;
+  Signature signature_;
+  CompiledCode code_;
+};
+
+}  // namespace
+
+std::shared_ptr<Executable> makeCpuExecutable(std::string mlir, Signature signature, CompiledCode code) {
+  return std::make_shared<CpuExecutable>(std::move(mlir), std::move(signature), std::move(code));
+}
+
+}  // namespace detail
+}  // namespace radix

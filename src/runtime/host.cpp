@@ -1,0 +1,314 @@
+// Host-side tensors: buffers, value conversion, and the Tensor methods that need no tracer.
+#include <cstdlib>
+#include <cstring>
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <bit>
+
+#include "radix/detail/trace.h"
+#include "radix/detail/visit.h"
+#include "radix/tensor.h"
+#include "runtime/runtime.h"
+
+namespace radix {
+namespace detail {
+
+Storage::Storage(size_t n) : bytes(n) {
+  data = std::aligned_alloc(64, std::max<size_t>(64, (n + 63) / 64 * 64));
+  if (!data) throw Error("[buffer] out of memory allocating " + std::to_string(n) + " bytes");
+}
+Storage::~Storage() { std::free(data); }
+
+Storage& liveStorage(const DeviceBuffer& buffer, const std::string& op, const Shape& shape) {
+  if (buffer.donated || !buffer.storage)
+    throw Error("[" + op + "] tensor " + shape.str() +
+                " was donated to a result of an earlier call (reuseBuffer): its buffer now belongs to that result");
+  return *buffer.storage;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
+  if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (absx < 0x38800000u) {                                                // subnormal or zero
+    float v = std::bit_cast<float>(absx) + 0.5f;                           // round by float add trick
+    return static_cast<uint16_t>(sign | (std::bit_cast<uint32_t>(v) - 0x3f000000u));
+  }
+  uint32_t mant_odd = (absx >> 13) & 1u;
+  absx += 0xc8000fffu + mant_odd;  // rebias exponent and round to nearest even
+  return static_cast<uint16_t>(sign | (absx >> 13));
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  if (exp == 0) {
+    float v = static_cast<float>(mant) * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t floatToBf16(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bf16ToFloat(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+
+template <class T>
+void encodeValues(DType dtype, const T* src, void* dst, size_t n) {
+  auto put = [&](auto tag) {
+    using D = decltype(tag);
+    D* out = static_cast<D*>(dst);
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<D>(src[i]);
+  };
+  switch (dtype) {
+    case DType::bool_: {
+      auto* out = static_cast<uint8_t*>(dst);
+      for (size_t i = 0; i < n; ++i) out[i] = src[i] != T(0);
+      return;
+    }
+    case DType::i8: return put(int8_t{});
+    case DType::i16: return put(int16_t{});
+    case DType::i32: return put(int32_t{});
+    case DType::i64: return put(int64_t{});
+    case DType::u8: return put(uint8_t{});
+    case DType::u16: return put(uint16_t{});
+    case DType::u32: return put(uint32_t{});
+    case DType::u64: return put(uint64_t{});
+    case DType::f32: return put(float{});
+    case DType::f64: return put(double{});
+    case DType::f16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < n; ++i) out[i] = floatToHalf(static_cast<float>(src[i]));
+      return;
+    }
+    case DType::bf16: {
+      auto* out = static_cast<uint16_t*>(dst);
+      for (size_t i = 0; i < n; ++i) out[i] = floatToBf16(static_cast<float>(src[i]));
+      return;
+    }
+  }
+}
+
+template <class T>
+void decodeValues(DType dtype, const void* src, T* dst, size_t n) {
+  auto get = [&](auto tag) {
+    using S = decltype(tag);
+    const S* in = static_cast<const S*>(src);
+    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(in[i]);
+  };
+  switch (dtype) {
+    case DType::bool_: return get(uint8_t{});
+    case DType::i8: return get(int8_t{});
+    case DType::i16: return get(int16_t{});
+    case DType::i32: return get(int32_t{});
+    case DType::i64: return get(int64_t{});
+    case DType::u8: return get(uint8_t{});
+    case DType::u16: return get(uint16_t{});
+    case DType::u32: return get(uint32_t{});
+    case DType::u64: return get(uint64_t{});
+    case DType::f32: return get(float{});
+    case DType::f64: return get(double{});
+    case DType::f16: {
+      const auto* in = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(halfToFloat(in[i]));
+      return;
+    }
+    case DType::bf16: {
+      const auto* in = static_cast<const uint16_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(bf16ToFloat(in[i]));
+      return;
+    }
+  }
+}
+
+#define RADIX_INSTANTIATE(T)                                               \
+  template void encodeValues<T>(DType, const T*, void*, size_t);           \
+  template void decodeValues<T>(DType, const void*, T*, size_t);
+RADIX_INSTANTIATE(float)
+RADIX_INSTANTIATE(double)
+RADIX_INSTANTIATE(int64_t)
+RADIX_INSTANTIATE(int32_t)
+RADIX_INSTANTIATE(uint8_t)
+#undef RADIX_INSTANTIATE
+
+void TensorReplacer::tensor(Tensor& t) {
+  if (next >= with.size()) throw Error("[exe] result structure holds more tensors than the function returned");
+  t = with[next++];
+}
+
+void Hasher::shape(const Shape& s) {
+  size(static_cast<size_t>(s.rank()));
+  for (int64_t i = 0; i < s.rank(); ++i) {
+    int64_t d = s.dim(i);
+    bytes(&d, sizeof d);
+    tag(s.tag(i));
+  }
+  auto dt = static_cast<uint8_t>(s.dtype());
+  uint8_t sharding = s.shardingMask();
+  bytes(&dt, 1);
+  bytes(&sharding, 1);
+}
+
+uint64_t Hasher::digest() const { return XXH64(buf_.data(), buf_.size(), 0); }
+
+std::string demangle(const std::type_info& type) {
+  int status = 0;
+  char* s = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string out = (status == 0 && s) ? s : type.name();
+  std::free(s);
+  return out;
+}
+
+std::string shortTypeName(const std::type_info& type) {
+  std::string full = demangle(type);
+  // Drop template arguments, then keep the last identifier.
+  std::string plain;
+  int depth = 0;
+  for (char c : full) {
+    if (c == '<') ++depth;
+    else if (c == '>') --depth;
+    else if (depth == 0) plain += c;
+  }
+  size_t colon = plain.rfind("::");
+  if (colon != std::string::npos) plain = plain.substr(colon + 2);
+  std::string out;
+  for (char c : plain) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "fn" + out;
+  return out;
+}
+
+std::string functionIdentity(const std::type_info& type, const void* pointerBytes, size_t size, bool isMember) {
+  std::string id = type.name();
+  if (!pointerBytes) return id;
+  uintptr_t address = 0;
+  std::memcpy(&address, pointerBytes, sizeof address);
+  if (isMember && (address & 1u)) {  // Itanium ABI: virtual member, address is a vtable offset + 1
+    id += "#virtual" + std::to_string(address);
+    if (size > sizeof address) id.append(static_cast<const char*>(pointerBytes) + sizeof address, size - sizeof address);
+    return id;
+  }
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(address), &info) && info.dli_fname) {
+    const char* base = std::strrchr(info.dli_fname, '/');
+    id += "@";
+    id += base ? base + 1 : info.dli_fname;
+    id += "+" + std::to_string(address - reinterpret_cast<uintptr_t>(info.dli_fbase));
+  } else {
+    id += "@" + std::to_string(address);
+  }
+  return id;
+}
+
+}  // namespace detail
+
+using detail::DeviceBuffer;
+using detail::Storage;
+
+std::string_view memoryKindName(Memory memory) {
+  switch (memory) {
+    case Memory::device: return "device";
+    case Memory::hostPinned: return "pinned_host";
+    case Memory::hostUnpinned: return "unpinned_host";
+  }
+  return "device";
+}
+
+namespace {
+std::atomic<uint64_t> nextIdentity{1};
+
+template <class T>
+Tensor fromHost(const Platform&, Shape shape, const std::vector<T>& values) {
+  if (static_cast<int64_t>(values.size()) != shape.count())
+    throw Error("[fromValues] " + std::to_string(values.size()) + " values for " + shape.str() + " (" +
+                std::to_string(shape.count()) + " elements)");
+  auto buffer = std::make_shared<DeviceBuffer>();
+  buffer->storage = std::make_shared<Storage>(shape.byteSize());
+  detail::encodeValues(shape.dtype(), values.data(), buffer->storage->data, values.size());
+  return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
+}
+}  // namespace
+
+Tensor::Tensor(Shape shape) : shape_(shape), identity_(nextIdentity++) {}
+
+Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<float>& v) { return fromHost(p, s, v); }
+Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<double>& v) { return fromHost(p, s, v); }
+Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<int64_t>& v) { return fromHost(p, s, v); }
+
+Tensor Tensor::fromBytes(const Platform&, Shape shape, const void* data, size_t bytes) {
+  if (bytes != shape.byteSize())
+    throw Error("[fromBytes] " + std::to_string(bytes) + " bytes for " + shape.str() + " (" +
+                std::to_string(shape.byteSize()) + " bytes)");
+  auto buffer = std::make_shared<DeviceBuffer>();
+  buffer->storage = std::make_shared<Storage>(bytes);
+  if (bytes) std::memcpy(buffer->storage->data, data, bytes);
+  return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
+}
+
+Memory Tensor::memory() const { return buffer_ ? buffer_->memory : memory_; }
+
+const void* Tensor::bufferAddress() const {
+  if (!buffer_) throw Error("[bufferAddress] " + str() + " is not bound to a buffer");
+  return detail::liveStorage(*buffer_, "bufferAddress", shape_).data;
+}
+
+std::vector<uint8_t> Tensor::toBytes() const {
+  if (!buffer_) throw Error("[toBytes] " + str() + " is not bound to a buffer (traced values live inside compile)");
+  const Storage& s = detail::liveStorage(*buffer_, "toBytes", shape_);
+  const auto* p = static_cast<const uint8_t*>(s.data);
+  return std::vector<uint8_t>(p, p + shape_.byteSize());
+}
+
+template <class T>
+std::vector<T> Tensor::toVector() const {
+  if (!buffer_) throw Error("[toVector] " + str() + " is not bound to a buffer (traced values live inside compile)");
+  const Storage& s = detail::liveStorage(*buffer_, "toVector", shape_);
+  std::vector<T> out(static_cast<size_t>(shape_.count()));
+  detail::decodeValues(shape_.dtype(), s.data, out.data(), out.size());
+  return out;
+}
+
+template std::vector<float> Tensor::toVector<float>() const;
+template std::vector<double> Tensor::toVector<double>() const;
+template std::vector<int64_t> Tensor::toVector<int64_t>() const;
+template std::vector<int32_t> Tensor::toVector<int32_t>() const;
+template std::vector<uint8_t> Tensor::toVector<uint8_t>() const;
+
+Tensor Tensor::withTags(std::initializer_list<Tag> tags) const {
+  Tensor t = *this;
+  t.shape_ = shape_.withTags(tags);
+  return t;
+}
+
+Tensor Tensor::withSharding(std::initializer_list<Axis> axes) const {
+  Tensor t = *this;
+  t.shape_ = shape_.withSharding(axes);
+  return t;
+}
+
+Tensor Tensor::toMemory(Memory memory) const {
+  Tensor t = *this;
+  t.memory_ = memory;
+  return t;
+}
+
+std::string Tensor::str() const {
+  std::string s = "Tensor(" + shape_.str();
+  if (buffer_) s += buffer_->donated ? ", donated" : ", bound";
+  else if (context_) s += ", traced %" + std::to_string(value_);
+  else s += ", placeholder #" + std::to_string(identity_);
+  return s + ")";
+}
+
+}  // namespace radix

@@ -1,0 +1,52 @@
+#pragma once
+// Private runtime types: platform state, device buffers, host conversions.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "radix/platform.h"
+#include "radix/shape.h"
+
+namespace radix::detail {
+
+struct PlatformState {
+  std::string target = "cpu";
+  Sharding sharding;
+  CompileOptions options;
+};
+
+/// 64-byte aligned host memory.
+struct Storage {
+  explicit Storage(size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data = nullptr;
+  size_t bytes = 0;
+};
+
+/// What a bound Tensor points at. Donation moves `storage` to a result and leaves this
+/// buffer marked donated, so every copy of the donated Tensor sees it.
+struct DeviceBuffer {
+  std::shared_ptr<Storage> storage;
+  Memory memory = Memory::device;
+  bool donated = false;
+};
+
+/// The storage of a bound tensor; throws radix::Error("[op] ...") if donated.
+Storage& liveStorage(const DeviceBuffer& buffer, const std::string& op, const Shape& shape);
+
+/// Converts n host values of type T to dtype (row-major bytes at dst).
+template <class T>
+void encodeValues(DType dtype, const T* src, void* dst, size_t n);
+/// Converts n elements of dtype at src to host values of type T.
+template <class T>
+void decodeValues(DType dtype, const void* src, T* dst, size_t n);
+
+uint16_t floatToHalf(float f);
+float halfToFloat(uint16_t h);
+uint16_t floatToBf16(float f);
+float bf16ToFloat(uint16_t h);
+
+}  // namespace radix::detail

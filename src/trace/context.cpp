@@ -1,0 +1,353 @@
+#include "trace/context.h"
+
+#include <atomic>
+
+#include "compiler/compiler.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/raw_ostream.h"
+#include "runtime/runtime.h"
+
+namespace radix::detail {
+
+namespace {
+thread_local TraceContext* tlsCurrent = nullptr;
+std::atomic<uint64_t> nextSerial{1};
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+}  // namespace
+
+TraceContext* currentTraceOrNull() { return tlsCurrent; }
+
+TraceContext& currentTrace(const char* op) {
+  if (!tlsCurrent)
+    throw Error(std::string("[") + op + "] no compilation in progress: ops and radix::call run inside radix::compile");
+  return *tlsCurrent;
+}
+
+TraceContext::TraceContext(const Platform& platform, std::string name)
+    : platform_(platform), name_(std::move(name)), serial_(nextSerial++), builder_(&mlir_) {
+  mlir_.loadDialect<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+                    mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect, mlir::scf::SCFDialect,
+                    mlir::bufferization::BufferizationDialect>();
+  mlir_.disableMultithreading();
+  module_ = mlir::ModuleOp::create(mlir::NameLoc::get(builder_.getStringAttr("radix")), std::string("radix"));
+  mainBlock_ = new mlir::Block();
+  scopes_.push_back(Scope{nextScope_++, nullptr, mainBlock_, {}, 0, "main"});
+  builder_.setInsertionPointToEnd(mainBlock_);
+}
+
+TraceContext::~TraceContext() {
+  if (mainBlock_ && !mainBlock_->getParent()) {
+    mainBlock_->dropAllDefinedValueUses();
+    mainBlock_->dropAllReferences();
+    delete mainBlock_;
+  }
+}
+
+mlir::Location TraceContext::loc(const std::source_location& where, const char* op) {
+  auto file = mlir::FileLineColLoc::get(&mlir_, where.file_name(), where.line(), where.column());
+  return mlir::NameLoc::get(builder_.getStringAttr(op), file);
+}
+
+mlir::Type TraceContext::elementType(DType d) {
+  switch (d) {
+    case DType::bool_: return builder_.getI1Type();
+    case DType::i8: case DType::u8: return builder_.getI8Type();
+    case DType::i16: case DType::u16: return builder_.getI16Type();
+    case DType::i32: case DType::u32: return builder_.getI32Type();
+    case DType::i64: case DType::u64: return builder_.getI64Type();
+    case DType::f16: return builder_.getF16Type();
+    case DType::bf16: return builder_.getBF16Type();
+    case DType::f32: return builder_.getF32Type();
+    case DType::f64: return builder_.getF64Type();
+  }
+  return builder_.getF32Type();
+}
+
+mlir::RankedTensorType TraceContext::tensorType(const Shape& s) {
+  return mlir::RankedTensorType::get(s.dims(), elementType(s.dtype()));
+}
+
+mlir::Value TraceContext::value(const Tensor& t, const char* op) const {
+  const uint64_t ctx = TensorAccess::context(t);
+  if (ctx == 0) {
+    if (t.isBound())
+      throw Error(std::string("[") + op + "] " + t.shape().str() +
+                  " is a device buffer that is not an argument of the traced function: pass it as an argument "
+                  "(ops run on traced tensors inside radix::compile)");
+    throw Error(std::string("[") + op + "] " + t.shape().str() + " is a placeholder, not a traced value");
+  }
+  if (ctx != serial_)
+    throw Error(std::string("[") + op + "] " + t.shape().str() + " is a traced value of another compilation (#" +
+                std::to_string(ctx) + ", this is #" + std::to_string(serial_) + ")");
+  const Value& v = values_.at(TensorAccess::value(t));
+  if (v.scope != scopes_.back().id)
+    throw Error(std::string("[") + op + "] " + t.shape().str() + " (%" + std::to_string(TensorAccess::value(t)) +
+                ") belongs to another function than \"" + scopes_.back().symbol +
+                "\": pass it as an argument of radix::call instead of capturing it");
+  return v.value;
+}
+
+Tensor TraceContext::wrap(mlir::Value v, const Shape& shape) {
+  values_.push_back(Value{v, scopes_.back().id});
+  return TensorAccess::traced(shape, serial_, static_cast<uint32_t>(values_.size() - 1));
+}
+
+void TraceContext::canonicalize(mlir::func::FuncOp fn) {
+  mlir::PassManager pm(&mlir_, mlir::func::FuncOp::getOperationName());
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+  pm.addPass(mlir::createCanonicalizerPass());
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&mlir_, [&](mlir::Diagnostic& d) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << d.getLocation() << ": " << d << "\n";
+    return mlir::success();
+  });
+  if (mlir::failed(mlir::verify(fn)) || mlir::failed(pm.run(fn))) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    fn->print(os);
+    throw Error("[compile] internal error: Radix produced invalid MLIR (please report):\n" + diagnostics + text);
+  }
+}
+
+Tensor TraceContext::mainArgument(const Tensor& leaf) {
+  if (leaf.isTraced())
+    throw Error("[compile] argument " + leaf.shape().str() +
+                " is a traced value; compile takes bound tensors or shape placeholders");
+  const void* buffer = TensorAccess::buffer(leaf).get();
+  const uint64_t identity = TensorAccess::identity(leaf);
+  int32_t index = -1;
+  if (buffer) {
+    if (auto it = argByBuffer_.find(buffer); it != argByBuffer_.end()) index = it->second;
+  } else if (identity != 0) {
+    if (auto it = argByIdentity_.find(identity); it != argByIdentity_.end()) index = it->second;
+  }
+  if (index >= 0) {
+    const Shape& previous = mainArgShapes_[index];
+    if (previous != leaf.shape())
+      throw Error("[compile] two arguments share one " + std::string(buffer ? "buffer" : "identity") + " but differ: " +
+                  previous.str() + " (argument " + std::to_string(index) + ") and " + leaf.shape().str());
+  } else {
+    index = static_cast<int32_t>(mainArgShapes_.size());
+    mainArgShapes_.push_back(leaf.shape());
+    mainBlock_->addArgument(tensorType(leaf.shape()), mlir::NameLoc::get(builder_.getStringAttr("arg")));
+    if (buffer) argByBuffer_[buffer] = index;
+    else if (identity != 0) argByIdentity_[identity] = index;
+  }
+  leafToArg_.push_back(index);
+  values_.push_back(Value{mainBlock_->getArgument(index), scopes_.front().id});
+  return TensorAccess::traced(leaf.shape(), serial_, static_cast<uint32_t>(values_.size() - 1), index);
+}
+
+void TraceContext::mainResult(const Tensor& t) { mainResults_.push_back(t); }
+
+TraceContext::Results TraceContext::collectResults(const std::vector<const Tensor*>& results, const char* op) const {
+  Results r;
+  for (const Tensor* t : results) {
+    mlir::Value v = value(*t, op);
+    r.values.push_back(v);
+    r.types.push_back(v.getType());
+    r.shapes.push_back(t->shape());
+    r.donations.push_back(TensorAccess::donation(*t));
+    r.memories.push_back(TensorAccess::memory(*t));
+  }
+  return r;
+}
+
+std::string shardingRepr(const Shape& shape, int numPartitions) {
+  if (shape.shardingMask() == 0 || numPartitions == 1) return "{replicated}";
+  std::string s = "{devices=[";
+  for (int64_t i = 0; i < shape.rank(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(shape.isSharded(i) ? numPartitions : 1);
+  }
+  return s + "]<=[" + std::to_string(numPartitions) + "]}";
+}
+
+
+std::shared_ptr<Executable> TraceContext::finishMain(const std::type_info& argTypes, uint64_t constantsHash) {
+  std::vector<const Tensor*> resultPtrs;
+  for (const Tensor& t : mainResults_) resultPtrs.push_back(&t);
+  Results r = collectResults(resultPtrs, "compile");
+  auto unknown = mlir::NameLoc::get(builder_.getStringAttr("main"));
+  mlir::func::ReturnOp::create(builder_, unknown, r.values);
+
+  std::vector<mlir::Type> argTypesMlir;
+  for (const Shape& s : mainArgShapes_) argTypesMlir.push_back(tensorType(s));
+  builder_.setInsertionPointToEnd(module_->getBody());
+  auto fn = mlir::func::FuncOp::create(builder_, unknown, "main", builder_.getFunctionType(argTypesMlir, r.types));
+  fn.getBody().push_back(mainBlock_);
+
+  // Donations: tf.aliasing_output on the donated argument, once per argument.
+  std::vector<int32_t> donatedTo(mainArgShapes_.size(), -1);
+  for (size_t i = 0; i < r.donations.size(); ++i) {
+    const int32_t a = r.donations[i];
+    if (a < 0) continue;
+    if (donatedTo[a] >= 0)
+      throw Error("[reuseBuffer] argument " + std::to_string(a) + " " + mainArgShapes_[a].str() +
+                  " is donated twice: to result " + std::to_string(donatedTo[a]) + " and to result " + std::to_string(i));
+    donatedTo[a] = static_cast<int32_t>(i);
+    fn.setArgAttr(a, "tf.aliasing_output", builder_.getI32IntegerAttr(static_cast<int32_t>(i)));
+  }
+  for (size_t i = 0; i < r.memories.size(); ++i)
+    if (r.memories[i] != Memory::device)
+      fn.setResultAttr(i, "mhlo.memory_kind", builder_.getStringAttr(memoryKindName(r.memories[i])));
+  const Sharding& sharding = platform_.sharding();
+  if (sharding.numPartitions > 1 && sharding.enabled) {
+    for (size_t a = 0; a < mainArgShapes_.size(); ++a) {
+      fn.setArgAttr(a, "mhlo.layout_mode", builder_.getStringAttr("default"));
+      fn.setArgAttr(a, "mhlo.sharding", builder_.getStringAttr(shardingRepr(mainArgShapes_[a], sharding.numPartitions)));
+    }
+    for (size_t i = 0; i < r.shapes.size(); ++i) {
+      fn.setResultAttr(i, "mhlo.layout_mode", builder_.getStringAttr("default"));
+      fn.setResultAttr(i, "mhlo.sharding", builder_.getStringAttr(shardingRepr(r.shapes[i], sharding.numPartitions)));
+    }
+  }
+  module_->getOperation()->setAttr("mhlo.num_replicas", builder_.getI32IntegerAttr(sharding.numReplicas));
+  module_->getOperation()->setAttr("mhlo.num_partitions", builder_.getI32IntegerAttr(sharding.numPartitions));
+  canonicalize(fn);
+
+  Signature signature;
+  signature.argTypes = &argTypes;
+  signature.constantsHash = constantsHash;
+  signature.leafToArg = leafToArg_;
+  signature.argShapes = mainArgShapes_;
+  signature.resultShapes = r.shapes;
+  signature.donations = r.donations;
+  signature.memories = r.memories;
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module_->print(os);
+  CompiledCode code = compileModule(*module_, platform_, name_, signature);
+  return makeCpuExecutable(std::move(text), std::move(signature), std::move(code));
+}
+
+FunctionEntry* TraceContext::findFunction(uint64_t key) {
+  auto it = functionByKey_.find(key);
+  return it == functionByKey_.end() ? nullptr : &functions_[it->second].entry;
+}
+
+std::vector<Tensor> TraceContext::beginFunction(const std::string& name, uint64_t key,
+                                                const std::vector<const Tensor*>& args) {
+  std::vector<mlir::Type> types;
+  for (const Tensor* t : args) {
+    value(*t, "call");  // arguments must be values of the calling function
+    types.push_back(tensorType(t->shape()));
+  }
+  Scope scope{nextScope_++, nullptr, nullptr, builder_.saveInsertionPoint(), key, name + "_" + hex16(key)};
+  builder_.setInsertionPointToEnd(module_->getBody());
+  auto loc = mlir::NameLoc::get(builder_.getStringAttr(scope.symbol));
+  scope.fn = mlir::func::FuncOp::create(builder_, loc, scope.symbol, builder_.getFunctionType(types, {}));
+  scope.fn.setPrivate();
+  scope.block = scope.fn.addEntryBlock();
+  builder_.setInsertionPointToEnd(scope.block);
+  scopes_.push_back(scope);
+  std::vector<Tensor> inner;
+  for (size_t i = 0; i < args.size(); ++i) {
+    values_.push_back(Value{scope.block->getArgument(i), scope.id});
+    inner.push_back(TensorAccess::traced(args[i]->shape(), serial_, static_cast<uint32_t>(values_.size() - 1),
+                                         static_cast<int32_t>(i)));
+  }
+  return inner;
+}
+
+FunctionEntry& TraceContext::endFunction(const std::vector<const Tensor*>& results,
+                                         std::shared_ptr<void> resultTemplate) {
+  Scope& scope = scopes_.back();
+  Results r = collectResults(results, "call");
+  mlir::func::ReturnOp::create(builder_, scope.fn.getLoc(), r.values);
+  scope.fn.setFunctionType(builder_.getFunctionType(scope.fn.getArgumentTypes(), r.types));
+  canonicalize(scope.fn);
+  Function f{scope.symbol, r.types, r.shapes, r.donations, r.memories, {}};
+  f.entry.index = static_cast<uint32_t>(functions_.size());
+  f.entry.resultTemplate = std::move(resultTemplate);
+  functionByKey_[scope.key] = functions_.size();
+  functions_.push_back(std::move(f));
+  builder_.restoreInsertionPoint(scope.saved);
+  scopes_.pop_back();
+  return functions_.back().entry;
+}
+
+void TraceContext::abortFunction() {
+  Scope& scope = scopes_.back();
+  builder_.restoreInsertionPoint(scope.saved);
+  scope.fn->dropAllReferences();
+  scope.fn->erase();
+  scopes_.pop_back();
+}
+
+std::vector<Tensor> TraceContext::emitCall(const FunctionEntry& entry, const std::vector<const Tensor*>& args) {
+  const Function& f = functions_.at(entry.index);
+  std::vector<mlir::Value> operands;
+  for (const Tensor* t : args) operands.push_back(value(*t, "call"));
+  auto loc = mlir::NameLoc::get(builder_.getStringAttr(f.symbol));
+  auto call = mlir::func::CallOp::create(builder_, loc, f.symbol, f.resultTypes, operands);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < f.resultShapes.size(); ++i) {
+    Tensor t = wrap(call.getResult(i), f.resultShapes[i]);
+    int32_t donation = -1;
+    if (const int32_t a = f.donations[i]; a >= 0) {
+      const Tensor& arg = *args[a];
+      donation = TensorAccess::donation(arg) >= 0 ? TensorAccess::donation(arg) : TensorAccess::argument(arg);
+    }
+    out.push_back(TensorAccess::traced(t.shape(), serial_, TensorAccess::value(t), -1, donation, f.memories[i]));
+  }
+  return out;
+}
+
+// ---- the narrow interface used by the header templates ----
+
+FunctionEntry* findFunction(TraceContext& c, uint64_t key) { return c.findFunction(key); }
+std::vector<Tensor> beginFunction(TraceContext& c, const std::string& name, uint64_t key,
+                                  const std::vector<const Tensor*>& args) {
+  return c.beginFunction(name, key, args);
+}
+FunctionEntry& endFunction(TraceContext& c, const std::vector<const Tensor*>& results, std::shared_ptr<void> t) {
+  return c.endFunction(results, std::move(t));
+}
+void abortFunction(TraceContext& c) { c.abortFunction(); }
+std::vector<Tensor> emitCall(TraceContext& c, const FunctionEntry& f, const std::vector<const Tensor*>& args) {
+  return c.emitCall(f, args);
+}
+
+CompileSession::CompileSession(const Platform& platform, std::string name)
+    : context_(new TraceContext(platform, std::move(name)), [](TraceContext* c) { delete c; }) {}
+CompileSession::~CompileSession() = default;
+
+Tensor CompileSession::argument(const Tensor& leaf) { return context_->mainArgument(leaf); }
+
+std::shared_ptr<void> CompileSession::activate() {
+  TraceContext* previous = tlsCurrent;
+  tlsCurrent = context_.get();
+  return std::shared_ptr<void>(nullptr, [previous](void*) { tlsCurrent = previous; });
+}
+
+void CompileSession::result(const Tensor& t) { context_->mainResult(t); }
+
+std::shared_ptr<Executable> CompileSession::finish(const std::type_info& argTypes, uint64_t constantsHash) {
+  return context_->finishMain(argTypes, constantsHash);
+}
+
+}  // namespace radix::detail
+
+namespace radix {
+std::string shardingRepresentation(const Shape& shape, int numPartitions) {
+  return detail::shardingRepr(shape, numPartitions);
+}
+}  // namespace radix

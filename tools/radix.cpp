@@ -1,0 +1,69 @@
+// radix: the command-line tool. `radix cache ls`, `radix cache clear`, `radix version`.
+#include <cstdio>
+#include <string>
+
+#include "radix/cache.h"
+#include "radix/version.h"
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: radix cache ls [DIR]     list cache entries with sizes and ages\n"
+               "       radix cache clear [DIR]  remove every cache entry\n"
+               "       radix version\n"
+               "DIR defaults to $RADIX_CACHE_DIR, else $XDG_CACHE_HOME/radix, else ~/.cache/radix\n");
+  return 2;
+}
+
+std::string human(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 3) bytes /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+  return buf;
+}
+
+std::string age(double s) {
+  char buf[32];
+  if (s < 120) std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s < 7200) std::snprintf(buf, sizeof buf, "%.0fm", s / 60);
+  else if (s < 172800) std::snprintf(buf, sizeof buf, "%.0fh", s / 3600);
+  else std::snprintf(buf, sizeof buf, "%.0fd", s / 86400);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  const std::string command = argv[1];
+  if (command == "version") {
+    std::printf("radix %s\n", RADIX_VERSION);
+    return 0;
+  }
+  if (command != "cache" || argc < 3) return usage();
+  const std::string verb = argv[2];
+  const std::string dir = argc > 3 ? argv[3] : radix::cacheDir();
+  if (dir.empty()) {
+    std::fprintf(stderr, "radix: the cache is off (RADIX_CACHE_DIR=off)\n");
+    return 1;
+  }
+  if (verb == "ls") {
+    auto entries = radix::listCache(dir);
+    double total = 0;
+    for (const auto& e : entries) {
+      std::printf("%10s  %6s  %s/%s\n", human(static_cast<double>(e.bytes)).c_str(), age(e.ageSeconds).c_str(),
+                  e.target.c_str(), e.name.c_str());
+      total += static_cast<double>(e.bytes);
+    }
+    std::printf("%zu entries, %s in %s\n", entries.size(), human(total).c_str(), dir.c_str());
+    return 0;
+  }
+  if (verb == "clear") {
+    std::printf("removed %zu entries from %s\n", radix::clearCache(dir), dir.c_str());
+    return 0;
+  }
+  return usage();
+}
