@@ -6,6 +6,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -38,8 +39,15 @@ class Tensor {
   /// Copies host values into a new buffer, converting to the shape's dtype.
   /// Tensor::fromValues(cpu, Shape({2}, DType::f16), {1, 2}) -> {2}:f16 holding 1, 2
   static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<float>& values);
-  static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<double>& values);
-  static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<int64_t>& values);
+  /// Same from doubles or integers (exact for 64-bit integers): fromValues(cpu, Shape({2}, DType::i64), std::vector<int64_t>{1, 2})
+  template <class T>
+    requires(std::is_arithmetic_v<T> && !std::is_same_v<T, float>)
+  static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<T>& values) {
+    if constexpr (std::is_integral_v<T>)
+      return fromIntegers(platform, shape, std::vector<int64_t>(values.begin(), values.end()));
+    else
+      return fromDoubles(platform, shape, std::vector<double>(values.begin(), values.end()));
+  }
   /// Copies raw bytes (already in the shape's dtype, row-major) into a new buffer.
   static Tensor fromBytes(const Platform& platform, Shape shape, const void* data, size_t bytes);
 
@@ -159,6 +167,8 @@ class Tensor {
 
  private:
   friend struct detail::TensorAccess;
+  static Tensor fromDoubles(const Platform& platform, Shape shape, const std::vector<double>& values);
+  static Tensor fromIntegers(const Platform& platform, Shape shape, const std::vector<int64_t>& values);
   Shape shape_;
   std::shared_ptr<detail::DeviceBuffer> buffer_;  // bound
   uint64_t context_ = 0;                          // serial of the tracing context; 0 = not traced

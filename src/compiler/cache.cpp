@@ -95,7 +95,7 @@ std::optional<CacheEntry> openCache(const CompileOptions& options, std::string_v
   return CacheEntry(entryPath(root, target, name, key), key);
 }
 
-std::optional<LoadedObject> CacheEntry::load() {
+std::optional<LoadedObject> CacheEntry::load(size_t numResults) {
   const fs::path dir(dir_);
   std::error_code ec;
   if (!fs::exists(dir / kMeta, ec)) {
@@ -114,6 +114,13 @@ std::optional<LoadedObject> CacheEntry::load() {
   if (meta.is_discarded() || !meta.is_object()) return reject("corrupt (meta.json is not JSON)");
   if (meta.value("key", "") != hex16(key_) || meta.value("radix", "") != RADIX_VERSION)
     return reject("foreign (made for another module or Radix version)");
+  std::vector<int32_t> alias;
+  if (!meta.contains("result_alias") || !meta["result_alias"].is_array()) return reject("corrupt (no result_alias)");
+  for (const auto& a : meta["result_alias"]) {
+    if (!a.is_number_integer()) return reject("corrupt (bad result_alias)");
+    alias.push_back(a.get<int32_t>());
+  }
+  if (alias.size() != numResults) return reject("foreign (result count differs)");
   auto object = readFile(dir / kObject);
   if (!object) return reject("truncated (no object)");
   if (meta.value("object_bytes", uint64_t{0}) != object->size() ||
@@ -121,11 +128,13 @@ std::optional<LoadedObject> CacheEntry::load() {
     return reject("corrupt (object checksum mismatch)");
   auto loaded = loadObject((dir / kObject).string());
   if (!loaded) return reject("unloadable");
+  loaded->resultAlias = std::move(alias);
   ++hits;
   return loaded;
 }
 
-void CacheEntry::store(const std::string& moduleText, const std::function<void(const std::string&)>& writeObject) {
+void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>& resultAlias,
+                       const std::function<void(const std::string&)>& writeObject) {
   const fs::path dir(dir_);
   std::error_code ec;
   fs::create_directories(dir.parent_path(), ec);
@@ -145,6 +154,7 @@ void CacheEntry::store(const std::string& moduleText, const std::function<void(c
   nlohmann::json meta = {{"key", hex16(key_)},
                          {"radix", RADIX_VERSION},
                          {"object_bytes", object->size()},
+                         {"result_alias", resultAlias},
                          {"object_xxh64", hex16(XXH64(object->data(), object->size(), 0))}};
   {
     std::ofstream out(tmp / kMeta);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "radix/cache.h"
 #include "radix/platform.h"
@@ -16,6 +17,7 @@ namespace radix::detail {
 struct LoadedObject {
   void* entry = nullptr;
   std::shared_ptr<void> owner;
+  std::vector<int32_t> resultAlias;
 };
 
 /// Loads a relocatable object into a fresh JIT and finds the packed entry (compiler.cpp).
@@ -32,10 +34,11 @@ class CacheEntry {
  public:
   CacheEntry(std::string dir, uint64_t key) : dir_(std::move(dir)), key_(key) {}
   /// Loads the entry; a missing entry is a miss, a bad one a warning (and a miss).
-  std::optional<LoadedObject> load();
+  std::optional<LoadedObject> load(size_t numResults);
   /// Writes module.mlir, the object (through writeObject(path)) and meta.json into a temporary
   /// folder, then renames it into place; a concurrent writer's entry is kept.
-  void store(const std::string& moduleText, const std::function<void(const std::string&)>& writeObject);
+  void store(const std::string& moduleText, const std::vector<int32_t>& resultAlias,
+             const std::function<void(const std::string&)>& writeObject);
   const std::string& dir() const { return dir_; }
 
  private:

@@ -51,10 +51,13 @@ constexpr const char* kEntry = "main";
 constexpr const char* kPackedEntry = "_mlir__mlir_ciface_main";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-1";
+constexpr const char* kPipelineVersion = "pipeline-2";
+
+// Before prepareEntry: one function, each value once.
+const char* kInlinePipeline = "inline,symbol-dce,canonicalize,cse,canonicalize";
 
 const char* kPipeline =
-    "inline,symbol-dce,canonicalize,cse,canonicalize,convert-elementwise-to-linalg,"
+    "convert-elementwise-to-linalg,"
     "func.func(linalg-fuse-elementwise-ops),canonicalize,eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
@@ -166,7 +169,7 @@ class DumpInstrumentation : public mlir::PassInstrumentation {
 
 /// @main as traced -> the entry the runtime calls: C interface, donated arguments written in
 /// place (materialize_in_destination into the argument), others read-only.
-void prepareEntry(mlir::ModuleOp module, const Signature& signature) {
+std::vector<int32_t> prepareEntry(mlir::ModuleOp module, const Signature& signature) {
   auto main = module.lookupSymbol<mlir::func::FuncOp>(kEntry);
   mlir::OpBuilder b(module.getContext());
   main->setAttr("llvm.emit_c_interface", b.getUnitAttr());
@@ -183,6 +186,24 @@ void prepareEntry(mlir::ModuleOp module, const Signature& signature) {
     auto m = mlir::bufferization::MaterializeInDestinationOp::create(b, ret.getLoc(), ret.getOperand(i), arg);
     ret.setOperand(i, m.getResult());
   }
+  // Each value is returned once: buffer-results-to-out-params does not handle duplicates.
+  std::vector<int32_t> alias(ret.getNumOperands(), -1);
+  std::vector<mlir::Value> unique;
+  std::vector<mlir::Type> types;
+  for (size_t i = 0; i < ret.getNumOperands(); ++i) {
+    mlir::Value v = ret.getOperand(i);
+    for (size_t j = 0; j < i && alias[i] < 0; ++j)
+      if (ret.getOperand(j) == v) alias[i] = static_cast<int32_t>(j);
+    if (alias[i] >= 0) continue;
+    unique.push_back(v);
+    types.push_back(v.getType());
+  }
+  if (unique.size() != ret.getNumOperands()) {
+    ret->setOperands(unique);
+    main.setType(b.getFunctionType(main.getArgumentTypes(), types));
+    for (size_t i = 0; i < unique.size(); ++i) main.setResultAttrs(i, mlir::DictionaryAttr::get(b.getContext()));
+  }
+  return alias;
 }
 
 struct Lowered {
@@ -225,12 +246,13 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
   std::optional<CacheEntry> cache = openCache(options, platform.target(), name, key);
   if (cache) {
     TraceEvent lookup("cache.lookup");
-    if (auto loaded = cache->load()) {
+    if (auto loaded = cache->load(signature.resultShapes.size())) {
       lookup.arg("hit", "true");
       CompiledCode code;
       code.entry = reinterpret_cast<PackedEntry>(loaded->entry);
       code.owner = loaded->owner;
       code.fromCache = true;
+      code.resultAlias = std::move(loaded->resultAlias);
       return code;
     }
     lookup.arg("hit", "false");
@@ -248,7 +270,6 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
   registerPassesOnce();
 
   mlir::OwningOpRef<mlir::ModuleOp> lowered(mlir::cast<mlir::ModuleOp>(module->clone()));
-  prepareEntry(*lowered, signature);
 
   std::string diagnostics;
   mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic& d) {
@@ -258,12 +279,20 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
   });
 
   double lowerSeconds = 0, llvmSeconds = 0;
+  std::vector<int32_t> resultAlias;
   {
     TraceEvent lower("compile.lower");
+    mlir::PassManager inliner(ctx);
+    if (mlir::failed(mlir::parsePassPipeline(kInlinePipeline, inliner)) || mlir::failed(inliner.run(*lowered)))
+      throw Error("[compile] internal error: inlining failed: " + diagnostics);
+    resultAlias = prepareEntry(*lowered, signature);
     mlir::PassManager pm(ctx);
     if (mlir::failed(mlir::parsePassPipeline(kPipeline, pm)))
       throw Error("[compile] internal error: bad pass pipeline: " + diagnostics);
-    auto* dump = new DumpInstrumentation(moduleDumpDir, options.dumpPassRegex, options.dumpPasses);
+    const char* passEnv = std::getenv("RADIX_DUMP_PASSES");
+    const bool everyPass = options.dumpPasses || passEnv != nullptr;
+    const std::string passRegex = !options.dumpPassRegex.empty() ? options.dumpPassRegex : passEnv ? passEnv : "";
+    auto* dump = new DumpInstrumentation(moduleDumpDir, passRegex, everyPass);
     pm.addInstrumentation(std::unique_ptr<mlir::PassInstrumentation>(dump));
     if (mlir::failed(pm.run(*lowered))) {
       std::string where = dump->failedPath_.empty() ? "set RADIX_DUMP_DIR to keep the IR" : "IR at " + dump->failedPath_;
@@ -293,7 +322,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
 
   if (cache) {
     TraceEvent store("cache.store");
-    cache->store(debugText, [&](const std::string& path) { result.engine->dumpToObjectFile(path); });
+    cache->store(debugText, resultAlias, [&](const std::string& path) { result.engine->dumpToObjectFile(path); });
   }
 
   const double seconds = total.seconds();
@@ -303,6 +332,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
 
   CompiledCode code;
   code.entry = result.entry;
+  code.resultAlias = std::move(resultAlias);
   code.owner = std::shared_ptr<mlir::ExecutionEngine>(std::move(result.engine));
   return code;
 }

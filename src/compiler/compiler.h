@@ -2,6 +2,7 @@
 // From a traced module to loaded native code, through the on-disk cache.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "radix/detail/trace.h"
 #include "radix/platform.h"
@@ -20,6 +21,9 @@ struct CompiledCode {
   PackedEntry entry = nullptr;
   std::shared_ptr<void> owner;  // keeps the JIT or loaded object alive
   bool fromCache = false;
+  /// Per result: -1, or the earlier result it duplicates (the entry returns each value once;
+  /// the runtime copies duplicates).
+  std::vector<int32_t> resultAlias;
 };
 
 /// Lowers a clone of `module` to native code for `platform`, or loads it from the cache.

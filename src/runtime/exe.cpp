@@ -109,7 +109,9 @@ class CpuExecutable final : public Executable {
       offsets.push_back(descriptors.size());
       appendDescriptor(descriptors, args[a]->storage->data, sig.argShapes[a]);
     }
+    const std::vector<int32_t>& alias = code_.resultAlias;
     for (size_t r = 0; r < outputs.size(); ++r) {
+      if (alias[r] >= 0) continue;
       offsets.push_back(descriptors.size());
       appendDescriptor(descriptors, outputs[r]->data, sig.resultShapes[r]);
     }
@@ -121,6 +123,8 @@ class CpuExecutable final : public Executable {
     }
     event.arg("argument_bytes", argBytes);
     code_.entry(packed.data());
+    for (size_t r = 0; r < outputs.size(); ++r)
+      if (alias[r] >= 0) std::memcpy(outputs[r]->data, outputs[alias[r]]->data, sig.resultShapes[r].byteSize());
     std::vector<Tensor> results;
     for (size_t r = 0; r < outputs.size(); ++r) {
       auto buffer = std::make_shared<DeviceBuffer>();

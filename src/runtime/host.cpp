@@ -243,8 +243,8 @@ Tensor fromHost(const Platform&, Shape shape, const std::vector<T>& values) {
 Tensor::Tensor(Shape shape) : shape_(shape), identity_(nextIdentity++) {}
 
 Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<float>& v) { return fromHost(p, s, v); }
-Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<double>& v) { return fromHost(p, s, v); }
-Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<int64_t>& v) { return fromHost(p, s, v); }
+Tensor Tensor::fromDoubles(const Platform& p, Shape s, const std::vector<double>& v) { return fromHost(p, s, v); }
+Tensor Tensor::fromIntegers(const Platform& p, Shape s, const std::vector<int64_t>& v) { return fromHost(p, s, v); }
 
 Tensor Tensor::fromBytes(const Platform&, Shape shape, const void* data, size_t bytes) {
   if (bytes != shape.byteSize())

@@ -1,0 +1,371 @@
+// Twins of the seed's module.zig tests, and the module semantics around them: call dedup,
+// donation, memory kinds, sharding attributes, argument identity, hashing.
+#include <radix/radix.h>
+#include <radix/testing.h>
+
+#include <regex>
+
+namespace {
+
+using radix::DType;
+using radix::Shape;
+using radix::Tensor;
+
+radix::Platform cpu() { return radix::Platform::cpu(); }
+Tensor f16(Shape s, std::vector<float> v) { return Tensor::fromValues(cpu(), s, v); }
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+template <class F>
+std::string errorOf(F&& f) {
+  try {
+    f();
+  } catch (const radix::Error& e) {
+    return e.what();
+  }
+  return "(no radix::Error)";
+}
+
+// ---- FnCache ----
+
+struct Layer {
+  Tensor w, b;
+  Tensor forward(Tensor x) const {
+    Tensor wx = w.dotGeneral(x, {{-1, 0}}, {});
+    return wx.add(b.broad(wx.shape())).relu();
+  }
+};
+
+struct NN {
+  std::array<Layer, 3> layers;
+  Tensor forward(Tensor x) const {
+    for (const Layer& layer : layers) x = radix::call(layer, &Layer::forward, x);
+    return x;
+  }
+  Tensor forwardRef(Tensor x) const {
+    for (const Layer& layer : layers) x = layer.forward(x);
+    return x;
+  }
+};
+
+NN makeNN() {
+  return NN{{
+      Layer{f16(Shape({2, 2}, DType::f16), {1, -1, 0, 1}), f16(Shape({2}, DType::f16), {0, 0})},
+      Layer{f16(Shape({2, 2}, DType::f16), {1, 2, 1, -1}), f16(Shape({2}, DType::f16), {10, 10})},
+      Layer{f16(Shape({3, 2}, DType::f16), {1, 2, 0, 1, -1, 0}), f16(Shape({3}, DType::f16), {-10, -10, -10})},
+  }};
+}
+
+TEST(Module, FnCache) {
+  NN nn = makeNN();
+  Tensor x = f16(Shape({2}, DType::f16), {-1, 1});
+  radix::Exe exe = radix::compile(cpu(), &NN::forward, nn, x);
+  Tensor res = exe(nn, x);
+  Tensor expected = radix::testing::compileAndCall(cpu(), &NN::forwardRef, nn, x);
+  radix::testing::expectClose(res, expected, 1e-4);
+  radix::testing::expectClose(res, {20, 0, 0}, 1e-3);
+  // Layers 0 and 1 share one function; layer 2 has another shape.
+  const std::string& ir = exe.mlir();
+  EXPECT_EQ(count(ir, "func.func private @Layer_"), 2u) << ir;
+  EXPECT_EQ(count(ir, "call @Layer_"), 3u) << ir;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(ir, m, std::regex("@Layer_[0-9a-f]{16}\\(")));
+}
+
+struct MixedLayer {
+  static inline int numCall = 0;
+  Tensor w;
+  std::pair<Tensor, int> forward(Tensor x) const {
+    Tensor wx = w.dotGeneral(x, {{-1, 0}}, {});
+    numCall += 1;  // mutating globals while tracing is a bad idea; here it shows the cache
+    return {wx.addConstant(numCall), numCall};
+  }
+};
+
+struct MixedNN {
+  std::array<MixedLayer, 3> layers;
+  Tensor forward(Tensor x) const {
+    int y = 0;
+    std::tie(x, y) = radix::call(layers[0], &MixedLayer::forward, x);  EXPECT_EQ(MixedLayer::numCall, 1); EXPECT_EQ(y, 1);
+    std::tie(x, y) = radix::call(layers[1], &MixedLayer::forward, x);  EXPECT_EQ(MixedLayer::numCall, 1); EXPECT_EQ(y, 1);  // cache hit
+    std::tie(x, y) = radix::call(layers[2], &MixedLayer::forward, x);  EXPECT_EQ(MixedLayer::numCall, 2); EXPECT_EQ(y, 2);  // new shape
+    return x;
+  }
+  Tensor forwardRef(Tensor x) const {
+    const int bias[] = {1, 1, 2};
+    for (int i = 0; i < 3; ++i) x = layers[i].w.dotGeneral(x, {{-1, 0}}, {}).addConstant(bias[i]);
+    return x;
+  }
+};
+
+TEST(Module, FnCacheWithMixedIntegerTensor) {
+  MixedLayer::numCall = 0;
+  MixedNN nn{{MixedLayer{f16(Shape({2, 2}, DType::f16), {1, -1, 0, 1})},
+              MixedLayer{f16(Shape({2, 2}, DType::f16), {1, 2, 1, -1})},
+              MixedLayer{f16(Shape({3, 2}, DType::f16), {1, 2, 0, 1, -1, 0})}}};
+  Tensor x = f16(Shape({2}, DType::f16), {-1, 1});
+  Tensor res = radix::testing::compileAndCall(cpu(), &MixedNN::forward, nn, x);
+  Tensor expected = radix::testing::compileAndCall(cpu(), &MixedNN::forwardRef, nn, x);
+  radix::testing::expectClose(res, expected, 1e-4);
+  // By hand: [-1,1] -> [-2,1]+1 = [-1,2] -> [3,-3]+1 = [4,-2] -> [0,-2,-4]+2 = [2,0,-2]
+  radix::testing::expectClose(res, {2, 0, -2}, 1e-3);
+}
+
+struct Scaled {
+  Tensor w;
+  Tensor forward(Tensor x, float scale, bool negate) const {
+    Tensor y = w.mul(x).mulConstant(scale);
+    return negate ? y.neg() : y;
+  }
+};
+
+TEST(Module, CallKeyIncludesNonTensorValues) {
+  Scaled s{Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 2, 3})};
+  Tensor x = Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 1, 1});
+  auto fn = [](const Scaled& s, Tensor x) {
+    Tensor a = radix::call(s, &Scaled::forward, x, 2.0f, false);
+    Tensor b = radix::call(s, &Scaled::forward, x, 2.0f, false);  // same key: one function
+    Tensor c = radix::call(s, &Scaled::forward, x, 3.0f, false);  // other float: new function
+    Tensor d = radix::call(s, &Scaled::forward, x, 2.0f, true);   // other bool: new function
+    return std::make_tuple(a, b, c, d);
+  };
+  radix::Exe exe = radix::compile(cpu(), fn, s, x);
+  EXPECT_EQ(count(exe.mlir(), "func.func private @Scaled_"), 3u) << exe.mlir();
+  auto [a, b, c, d] = exe(s, x);
+  radix::testing::expectClose(a, {2, 4, 6}, 1e-6);
+  radix::testing::expectClose(b, {2, 4, 6}, 1e-6);
+  radix::testing::expectClose(c, {3, 6, 9}, 1e-6);
+  radix::testing::expectClose(d, {-2, -4, -6}, 1e-6);
+}
+
+Tensor twice(Tensor x) { return x.add(x); }
+
+TEST(Module, CallFreeFunctionAndLambda) {
+  Tensor x = Tensor::fromValues(cpu(), Shape({2}, DType::f32), {1, 2});
+  auto fn = [](Tensor x) {
+    auto inc = [](Tensor t) { return t.addConstant(1); };
+    return radix::call(inc, radix::call(&twice, x));
+  };
+  radix::Exe exe = radix::compile(cpu(), fn, x);
+  EXPECT_EQ(count(exe.mlir(), "func.func private @fn_"), 2u) << exe.mlir();
+  radix::testing::expectClose(exe(x), {3, 5}, 1e-6);
+}
+
+TEST(Module, CapturedTensorFromCallerIsAnError) {
+  Tensor x = Tensor::fromValues(cpu(), Shape({2}, DType::f32), {1, 2});
+  auto fn = [](Tensor x) { return radix::call([x](Tensor y) { return y.add(x); }, x); };
+  EXPECT_NE(errorOf([&] { radix::compile(cpu(), fn, x); }).find("[add]"), std::string::npos);
+  EXPECT_NE(errorOf([&] { radix::compile(cpu(), fn, x); }).find("pass it as an argument of radix::call"), std::string::npos);
+}
+
+// ---- Donation ----
+
+struct Local {
+  Tensor bias;
+  std::array<Tensor, 2> forward(Tensor x, Tensor y) const {
+    Tensor x1 = radix::call(*this, &Local::inner, x);
+    Tensor x2 = radix::call(*this, &Local::inner, x1);
+    return {x1.reuseBuffer(y), x2};
+  }
+  Tensor inner(Tensor x) const { return x.add(bias).reuseBuffer(x); }
+};
+
+TEST(Module, AddDonationsAttributes) {
+  Shape s({8}, DType::f16);
+  Local model{Tensor(s)};
+  radix::Exe exe = radix::compile(cpu(), &Local::forward, model, Tensor(s), Tensor(s));
+  const std::string& ir = exe.mlir();
+  // %arg0 is the bias, %arg1 is x, %arg2 is y: y gives its buffer to result 0, x to result 1.
+  EXPECT_EQ(exe.signature().argShapes.size(), 3u);
+  EXPECT_NE(ir.find("tf.aliasing_output = 0 : i32"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("tf.aliasing_output = 1 : i32"), std::string::npos) << ir;
+  EXPECT_EQ(exe.signature().donations, (std::vector<int32_t>{2, 1}));
+}
+
+TEST(Module, DonationRunsInPlace) {
+  Shape s({5}, DType::f32);
+  Local model{Tensor::fromValues(cpu(), s, {1, 1, 1, 1, 1})};
+  Tensor x = Tensor::fromValues(cpu(), s, {0, 1, 2, 3, 4});
+  Tensor y = Tensor::fromValues(cpu(), s, {9, 9, 9, 9, 9});
+  radix::Exe exe = radix::compile(cpu(), &Local::forward, model, x, y);
+  const void* xAddress = x.bufferAddress();
+  const void* yAddress = y.bufferAddress();
+  auto [r0, r1] = exe(model, x, y);
+  radix::testing::expectClose(r0, {1, 2, 3, 4, 5}, 0);
+  radix::testing::expectClose(r1, {2, 3, 4, 5, 6}, 0);
+  EXPECT_EQ(r0.bufferAddress(), yAddress);  // written into y's buffer: no new allocation
+  EXPECT_EQ(r1.bufferAddress(), xAddress);
+  // The donated inputs are gone: using them is an error, never a read of stale data.
+  EXPECT_EQ(errorOf([&] { x.toVector<float>(); }).rfind("[toVector] tensor {5}:f32 was donated", 0), 0u);
+  EXPECT_NE(errorOf([&] { exe(model, x, y); }).find("was donated"), std::string::npos);
+  EXPECT_FALSE(model.bias.toVector<float>().empty());  // the bias was not donated
+}
+
+TEST(Module, DonationOfTransposedInputIsStillCorrect) {
+  // The result reads its donated input out of order: bufferization must not clobber it.
+  Tensor x = Tensor::fromValues(cpu(), Shape({3, 3}, DType::f32), {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const void* address = x.bufferAddress();
+  auto fn = [](Tensor x) { return x.transpose({1, 0}).add(x).reuseBuffer(x); };
+  Tensor y = radix::testing::compileAndCall(cpu(), fn, x);
+  radix::testing::expectClose(y, {2, 6, 10, 6, 10, 14, 10, 14, 18}, 0);
+  EXPECT_EQ(y.bufferAddress(), address);
+}
+
+TEST(Module, DonatingOneArgumentTwiceIsAnError) {
+  auto fn = [](Tensor x) { return std::make_pair(x.exp().reuseBuffer(x), x.log().reuseBuffer(x)); };
+  std::string e = errorOf([&] { radix::compile(cpu(), fn, Tensor(Shape({4}, DType::f32))); });
+  EXPECT_EQ(e.rfind("[reuseBuffer]", 0), 0u) << e;
+  EXPECT_NE(e.find("result 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("result 1"), std::string::npos) << e;
+}
+
+TEST(Module, ReuseBufferNeedsAnArgumentOfTheSameShape) {
+  auto notArg = [](Tensor x) { return x.exp().reuseBuffer(x.log()); };
+  EXPECT_EQ(errorOf([&] { radix::compile(cpu(), notArg, Tensor(Shape({4}, DType::f32))); }).rfind("[reuseBuffer] origin", 0), 0u);
+  auto otherShape = [](Tensor x, Tensor y) { return x.reuseBuffer(y); };
+  std::string e = errorOf([&] { radix::compile(cpu(), otherShape, Tensor(Shape({4}, DType::f32)), Tensor(Shape({5}, DType::f32))); });
+  EXPECT_NE(e.find("{4}:f32"), std::string::npos) << e;
+  EXPECT_NE(e.find("{5}:f32"), std::string::npos) << e;
+}
+
+TEST(Module, ReturningAnArgumentUnchangedIsACopyNotADonation) {
+  Tensor x = Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 2, 3});
+  radix::Exe exe = radix::compile(cpu(), [](Tensor x) { return x; }, x);
+  EXPECT_EQ(exe.mlir().find("tf.aliasing_output"), std::string::npos);
+  Tensor y = exe(x);
+  EXPECT_NE(y.bufferAddress(), x.bufferAddress());
+  radix::testing::expectClose(y, {1, 2, 3}, 0);
+  radix::testing::expectClose(x, {1, 2, 3}, 0);
+}
+
+// ---- Memory kinds ----
+
+TEST(Module, MemoryKinds) {
+  Tensor x = Tensor::fromValues(cpu(), Shape({2}, DType::f32), {1, 2});
+  auto fn = [](Tensor x) {
+    return std::make_tuple(x.exp().toMemory(radix::Memory::hostPinned), x.neg(),
+                           x.abs().toMemory(radix::Memory::hostUnpinned));
+  };
+  radix::Exe exe = radix::compile(cpu(), fn, x);
+  EXPECT_NE(exe.mlir().find("mhlo.memory_kind = \"pinned_host\""), std::string::npos) << exe.mlir();
+  EXPECT_NE(exe.mlir().find("mhlo.memory_kind = \"unpinned_host\""), std::string::npos) << exe.mlir();
+  EXPECT_EQ(count(exe.mlir(), "mhlo.memory_kind"), 2u);  // device is the default: no attribute
+  auto [a, b, c] = exe(x);
+  EXPECT_EQ(a.memory(), radix::Memory::hostPinned);
+  EXPECT_EQ(b.memory(), radix::Memory::device);
+  EXPECT_EQ(c.memory(), radix::Memory::hostUnpinned);
+  radix::testing::expectClose(a, {std::exp(1.f), std::exp(2.f)}, 1e-6);
+  EXPECT_EQ(radix::memoryKindName(radix::Memory::hostPinned), "pinned_host");
+}
+
+// ---- Sharding ----
+
+TEST(Module, WriteShardingRepresentation) {
+  Shape x({16, 8}, DType::f32);
+  EXPECT_EQ(radix::shardingRepresentation(x, 4), "{replicated}");                               // by default replicated
+  EXPECT_EQ(radix::shardingRepresentation(x.withSharding({0}), 4), "{devices=[4,1]<=[4]}");     // first axis
+  EXPECT_EQ(radix::shardingRepresentation(x.withSharding({0, 1}), 2), "{devices=[2,2]<=[2]}");  // both axes
+  EXPECT_EQ(radix::shardingRepresentation(x.withSharding({0}), 1), "{replicated}");
+}
+
+TEST(Module, ShardingAttributes) {
+  radix::Platform sharded = cpu().withSharding({.numReplicas = 1, .numPartitions = 4, .enabled = true});
+  Tensor w = Tensor::fromValues(cpu(), Shape({4, 2}, DType::f32).withSharding({0}), {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor x = Tensor::fromValues(cpu(), Shape({4, 2}, DType::f32), {1, 1, 1, 1, 1, 1, 1, 1});
+  radix::Exe exe = radix::compile(sharded, [](Tensor w, Tensor x) { return w.add(x); }, w, x);
+  const std::string& ir = exe.mlir();
+  EXPECT_NE(ir.find("mhlo.num_partitions = 4 : i32"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("mhlo.num_replicas = 1 : i32"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("mhlo.sharding = \"{devices=[4,1]<=[4]}\""), std::string::npos) << ir;
+  EXPECT_NE(ir.find("mhlo.sharding = \"{replicated}\""), std::string::npos) << ir;
+  EXPECT_EQ(count(ir, "mhlo.layout_mode = \"default\""), 3u) << ir;  // two arguments, one result
+  radix::testing::expectClose(exe(w, x), {2, 3, 4, 5, 6, 7, 8, 9}, 0);
+
+  radix::Platform off = cpu().withSharding({.numReplicas = 1, .numPartitions = 4, .enabled = false});
+  radix::Exe plain = radix::compile(off, [](Tensor w, Tensor x) { return w.add(x); }, w, x);
+  EXPECT_EQ(plain.mlir().find("mhlo.sharding"), std::string::npos);
+  EXPECT_NE(plain.mlir().find("mhlo.num_partitions = 4 : i32"), std::string::npos);
+  EXPECT_EQ(errorOf([&] { cpu().withSharding({.numReplicas = 0}); }).rfind("[platform]", 0), 0u);
+}
+
+// ---- Argument identity ----
+
+struct Tied {
+  Tensor a, b;
+  Tensor forward(Tensor x) const { return a.add(x).mul(b); }
+};
+
+TEST(Module, SameBufferTwiceIsOneArgument) {
+  Tensor w = Tensor::fromValues(cpu(), Shape({2}, DType::f32), {2, 3});
+  Tensor x = Tensor::fromValues(cpu(), Shape({2}, DType::f32), {1, 1});
+  Tied tied{w, w};
+  radix::Exe exe = radix::compile(cpu(), &Tied::forward, tied, x);
+  EXPECT_EQ(exe.signature().argShapes.size(), 2u);
+  EXPECT_EQ(exe.signature().leafToArg, (std::vector<int32_t>{0, 0, 1}));
+  radix::testing::expectClose(exe(tied, x), {6, 12}, 0);
+  Tied untied{w, Tensor::fromValues(cpu(), Shape({2}, DType::f32), {2, 3})};
+  EXPECT_NE(errorOf([&] { exe(untied, x); }).find("same buffer as another argument at compile time"), std::string::npos);
+}
+
+TEST(Module, SameIdentityWithTwoShapesIsAnError) {
+  Tensor p(Shape({2}, DType::f32));
+  Tensor q = p.withTags({"a"});  // a copy keeps the identity of p
+  std::string e = errorOf([&] { radix::compile(cpu(), [](Tensor a, Tensor b) { return a.add(a); }, p, q); });
+  EXPECT_EQ(e.rfind("[compile]", 0), 0u) << e;
+  EXPECT_NE(e.find("{2}:f32"), std::string::npos) << e;
+  EXPECT_NE(e.find("{a=2}:f32"), std::string::npos) << e;
+}
+
+TEST(Module, TracedTensorFromAnotherCompilationIsAnError) {
+  static Tensor leaked;
+  radix::compile(cpu(), [](Tensor x) { leaked = x.exp(); return x; }, Tensor(Shape({2}, DType::f32)));
+  std::string e = errorOf([&] { radix::compile(cpu(), [](Tensor x) { return x.add(leaked); }, Tensor(Shape({2}, DType::f32))); });
+  EXPECT_EQ(e.rfind("[add]", 0), 0u) << e;
+  EXPECT_NE(e.find("another compilation"), std::string::npos) << e;
+  EXPECT_EQ(errorOf([&] { leaked.exp(); }).rfind("[exp] no compilation in progress", 0), 0u);
+}
+
+TEST(Module, WrongArgumentStructureAtCallTime) {
+  NN nn = makeNN();
+  Tensor x = f16(Shape({2}, DType::f16), {-1, 1});
+  radix::Exe exe = radix::compile(cpu(), &NN::forward, nn, x);
+  EXPECT_EQ(errorOf([&] { exe(nn.layers[0], x); }).rfind("[exe] argument structure differs", 0), 0u);
+  EXPECT_EQ(errorOf([&] { exe(nn, f16(Shape({3}, DType::f16), {1, 2, 3})); }).rfind("[exe] tensor argument 6 is {3}:f16, compiled for {2}:f16", 0), 0u);
+  EXPECT_EQ(errorOf([&] { exe(nn, Tensor(Shape({2}, DType::f16))); }).rfind("[exe] tensor argument 6 {2}:f16 is not bound", 0), 0u);
+  auto scaled = [](Tensor x, float s) { return x.mulConstant(s); };
+  radix::Exe exe2 = radix::compile(cpu(), scaled, x, 2.0f);
+  radix::testing::expectClose(exe2(x, 2.0f), {-2, 2}, 0);
+  EXPECT_EQ(errorOf([&] { exe2(x, 3.0f); }).rfind("[exe] non-Tensor arguments", 0), 0u);
+}
+
+// ---- Hashing ----
+
+struct Config {
+  Tensor w;
+  int heads;
+  std::string act;
+  std::optional<Tensor> bias;
+};
+
+TEST(Module, HashCoversEveryShapeAttributeAndValue) {
+  using radix::detail::hashArgs;
+  Shape s = Shape({4, 8}, DType::f32).withTags({"b", "d"});
+  Config base{Tensor(s), 2, "gelu", std::nullopt};
+  const uint64_t h = hashArgs(base);
+  EXPECT_EQ(h, hashArgs(Config{Tensor(s), 2, "gelu", std::nullopt}));  // equal arguments, other buffers
+  EXPECT_NE(h, hashArgs(Config{Tensor(Shape({4, 9}, DType::f32).withTags({"b", "d"})), 2, "gelu", std::nullopt}));
+  EXPECT_NE(h, hashArgs(Config{Tensor(s.withDtype(DType::f16)), 2, "gelu", std::nullopt}));
+  EXPECT_NE(h, hashArgs(Config{Tensor(s.withTag(1, "e")), 2, "gelu", std::nullopt}));
+  EXPECT_NE(h, hashArgs(Config{Tensor(s.withSharding({0})), 2, "gelu", std::nullopt}));
+  EXPECT_NE(h, hashArgs(Config{Tensor(s), 3, "gelu", std::nullopt}));
+  EXPECT_NE(h, hashArgs(Config{Tensor(s), 2, "relu", std::nullopt}));
+  EXPECT_NE(h, hashArgs(Config{Tensor(s), 2, "gelu", Tensor(Shape({8}, DType::f32))}));
+  EXPECT_NE(hashArgs(std::vector<int>{1, 2}), hashArgs(std::vector<int>{1, 2, 3}));
+  EXPECT_NE(hashArgs(std::variant<int, float>(1)), hashArgs(std::variant<int, float>(1.0f)));
+}
+
+}  // namespace
