@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   }
   if (command != "cache" || argc < 3) return usage();
   const std::string verb = argv[2];
+  if (verb != "ls" && verb != "clear") return usage();
   const std::string dir = argc > 3 ? argv[3] : radix::cacheDir();
   if (dir.empty()) {
     std::fprintf(stderr, "radix: the cache is off (RADIX_CACHE_DIR=off)\n");

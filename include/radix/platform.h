@@ -43,6 +43,9 @@ struct CompileOptions {
   std::string targetFeatures;
   /// Threads for compiled code; 0 means one per core.
   int threads = 0;
+  /// MLIR passes run on the tensor-level IR after inlining, before bufferization, in
+  /// mlir-opt's syntax without builtin.module(...): "func.func(linalg-generalize-named-ops)".
+  std::string extraPasses;
 };
 
 namespace detail {

@@ -48,6 +48,17 @@ std::string uniqueSuffix() {
   return std::to_string(getpid()) + "." + std::to_string(counter++) + "." + std::to_string(rd());
 }
 
+/// True if the entry's meta.json parses and its object matches the recorded size and checksum.
+bool validObject(const fs::path& dir, const std::string& key) {
+  auto metaText = readFile(dir / kMeta);
+  auto object = readFile(dir / kObject);
+  if (!metaText || !object) return false;
+  nlohmann::json meta = nlohmann::json::parse(*metaText, nullptr, false);
+  return !meta.is_discarded() && meta.is_object() && meta.value("key", "") == key &&
+         meta.value("radix", "") == RADIX_VERSION && meta.value("object_bytes", uint64_t{0}) == object->size() &&
+         meta.value("object_xxh64", "") == hex16(XXH64(object->data(), object->size(), 0));
+}
+
 void warn(const std::string& message) { std::fprintf(stderr, "radix: warning: %s\n", message.c_str()); }
 
 }  // namespace
@@ -104,6 +115,10 @@ std::optional<LoadedObject> CacheEntry::load(size_t numResults) {
   }
   auto reject = [&](const std::string& why) -> std::optional<LoadedObject> {
     warn("cache entry " + dir_ + " is " + why + "; recompiling");
+    const fs::path old = dir_ + ".old." + uniqueSuffix();
+    std::error_code ignored;
+    fs::rename(dir, old, ignored);
+    fs::remove_all(old, ignored);
     ++corrupt;
     ++misses;
     return std::nullopt;
@@ -166,26 +181,21 @@ void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>
   }
   fs::rename(tmp, dir, ec);
   if (ec) {
-    // Another process may have won the race with a good entry; a bad old entry is replaced.
-    if (fs::exists(dir / kMeta)) {
-      CacheEntry existing(dir_, key_);
-      auto meta2 = readFile(dir / kMeta);
-      nlohmann::json m = meta2 ? nlohmann::json::parse(*meta2, nullptr, false) : nlohmann::json();
-      if (!m.is_discarded() && m.is_object() && m.value("object_xxh64", "") == meta["object_xxh64"].get<std::string>()) {
-        fs::remove_all(tmp, ec);
-        ++stores;
-        return;
-      }
+    // Another process may have won the race with a good entry: keep it. A bad one is replaced.
+    if (validObject(dir, hex16(key_))) {
+      fs::remove_all(tmp, ec);
+      ++stores;
+      return;
     }
     const fs::path old = dir.string() + ".old." + uniqueSuffix();
     fs::rename(dir, old, ec);
     fs::rename(tmp, dir, ec);
-    fs::remove_all(old, ec);
-    if (ec && !fs::exists(dir / kMeta)) {
-      fs::remove_all(tmp, ec);
-      return warn("could not write cache entry " + dir_);
+    std::error_code ignored;
+    fs::remove_all(old, ignored);
+    if (ec) {
+      fs::remove_all(tmp, ignored);
+      if (!validObject(dir, hex16(key_))) return warn("could not write cache entry " + dir_ + ": " + ec.message());
     }
-    fs::remove_all(tmp, ec);
   }
   ++stores;
 }

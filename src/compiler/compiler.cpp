@@ -215,7 +215,7 @@ struct Lowered {
 
 static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
   return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|" + kPipelineVersion +
-         "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads);
+         "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads) + "|extra " + o.extraPasses;
 }
 
 CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, const std::string& name,
@@ -249,6 +249,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
     if (auto loaded = cache->load(signature.resultShapes.size())) {
       lookup.arg("hit", "true");
       CompiledCode code;
+      code.loadSeconds = lookup.seconds();
       code.entry = reinterpret_cast<PackedEntry>(loaded->entry);
       code.owner = loaded->owner;
       code.fromCache = true;
@@ -286,6 +287,17 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
     if (mlir::failed(mlir::parsePassPipeline(kInlinePipeline, inliner)) || mlir::failed(inliner.run(*lowered)))
       throw Error("[compile] internal error: inlining failed: " + diagnostics);
     resultAlias = prepareEntry(*lowered, signature);
+    if (!options.extraPasses.empty()) {
+      mlir::PassManager extra(ctx);
+      if (mlir::failed(mlir::parsePassPipeline(options.extraPasses, extra)))
+        throw Error("[compile] bad extraPasses pipeline \"" + options.extraPasses + "\": " + diagnostics);
+      auto* dump = new DumpInstrumentation(moduleDumpDir, "", false);
+      extra.addInstrumentation(std::unique_ptr<mlir::PassInstrumentation>(dump));
+      if (mlir::failed(extra.run(*lowered))) {
+        std::string where = dump->failedPath_.empty() ? "set RADIX_DUMP_DIR to keep the IR" : "IR at " + dump->failedPath_;
+        throw Error("[compile] pass " + dump->failedPass_ + " failed (" + where + "):\n" + diagnostics);
+      }
+    }
     mlir::PassManager pm(ctx);
     if (mlir::failed(mlir::parsePassPipeline(kPipeline, pm)))
       throw Error("[compile] internal error: bad pass pipeline: " + diagnostics);
@@ -325,14 +337,11 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
     cache->store(debugText, resultAlias, [&](const std::string& path) { result.engine->dumpToObjectFile(path); });
   }
 
-  const double seconds = total.seconds();
-  if (seconds > 1.0)
-    std::fprintf(stderr, "radix: compiled %s in %.3f s (lower %.3f s, llvm %.3f s)\n", name.c_str(), seconds,
-                 lowerSeconds, llvmSeconds);
-
   CompiledCode code;
   code.entry = result.entry;
   code.resultAlias = std::move(resultAlias);
+  code.lowerSeconds = lowerSeconds;
+  code.llvmSeconds = llvmSeconds;
   code.owner = std::shared_ptr<mlir::ExecutionEngine>(std::move(result.engine));
   return code;
 }

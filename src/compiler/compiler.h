@@ -24,6 +24,8 @@ struct CompiledCode {
   /// Per result: -1, or the earlier result it duplicates (the entry returns each value once;
   /// the runtime copies duplicates).
   std::vector<int32_t> resultAlias;
+  /// Seconds spent in each phase (for the compile log and the trace).
+  double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;
 };
 
 /// Lowers a clone of `module` to native code for `platform`, or loads it from the cache.

@@ -1,6 +1,8 @@
 #include "trace/context.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 
 #include "compiler/compiler.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,7 +40,9 @@ TraceContext& currentTrace(const char* op) {
 }
 
 TraceContext::TraceContext(const Platform& platform, std::string name)
-    : platform_(platform), name_(std::move(name)), serial_(nextSerial++), builder_(&mlir_) {
+    : traceEvent_(std::make_unique<TraceEvent>("trace")), platform_(platform), name_(std::move(name)),
+      serial_(nextSerial++), builder_(&mlir_) {
+  traceEvent_->arg("name", name_);
   mlir_.loadDialect<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
                     mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect, mlir::scf::SCFDialect,
                     mlir::bufferization::BufferizationDialect>();
@@ -107,6 +111,13 @@ Tensor TraceContext::wrap(mlir::Value v, const Shape& shape) {
 }
 
 void TraceContext::canonicalize(mlir::func::FuncOp fn) {
+  TraceEvent event("canonicalize");
+  event.arg("function", fn.getSymName().str());
+  struct Timer {
+    TraceEvent& e;
+    double& total;
+    ~Timer() { total += e.seconds(); }
+  } timer{event, canonicalizeSeconds_};
   mlir::PassManager pm(&mlir_, mlir::func::FuncOp::getOperationName());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
@@ -234,7 +245,18 @@ std::shared_ptr<Executable> TraceContext::finishMain(const std::type_info& argTy
   std::string text;
   llvm::raw_string_ostream os(text);
   module_->print(os);
+  const double traceSeconds = traceEvent_->seconds() - canonicalizeSeconds_;
+  traceEvent_.reset();
   CompiledCode code = compileModule(*module_, platform_, name_, signature);
+  const double total = traceSeconds + canonicalizeSeconds_ + code.lowerSeconds + code.llvmSeconds + code.loadSeconds;
+  const char* thresholdEnv = std::getenv("RADIX_COMPILE_LOG_SECONDS");
+  const double threshold = thresholdEnv ? std::atof(thresholdEnv) : 1.0;
+  if (total > threshold)
+    std::fprintf(stderr,
+                 "radix: compiled %s in %.3f s (trace %.3f s, canonicalize %.3f s, lower %.3f s, llvm %.3f s, "
+                 "load %.3f s)%s\n",
+                 name_.c_str(), total, traceSeconds, canonicalizeSeconds_, code.lowerSeconds, code.llvmSeconds,
+                 code.loadSeconds, code.fromCache ? " from the cache" : "");
   return makeCpuExecutable(std::move(text), std::move(signature), std::move(code));
 }
 

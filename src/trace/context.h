@@ -2,6 +2,7 @@
 // CompilationContext: the MLIR context, the module, the stack of functions being traced, the
 // values of traced Tensors, the radix::call function cache and the arguments of @main.
 #include <cstdint>
+#include <memory>
 #include <source_location>
 #include <string>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 #include "radix/detail/trace.h"
 #include "radix/platform.h"
 #include "radix/tensor.h"
+#include "runtime/profiler.h"
 
 namespace radix::detail {
 
@@ -85,6 +87,8 @@ class TraceContext {
   };
   Results collectResults(const std::vector<const Tensor*>& results, const char* op) const;
 
+  std::unique_ptr<TraceEvent> traceEvent_;
+  double canonicalizeSeconds_ = 0;
   Platform platform_;
   std::string name_;
   uint64_t serial_;

@@ -1,0 +1,305 @@
+// The on-disk executable cache, dumps, the compile log and the Perfetto trace.
+#include <radix/cache.h>
+#include <radix/profiler.h>
+#include <radix/radix.h>
+#include <radix/testing.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <xxhash.h>
+
+#include "compiler/cache.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using radix::DType;
+using radix::Shape;
+using radix::Tensor;
+
+struct Layer {
+  Tensor w, b;
+  Tensor forward(Tensor x) const {
+    Tensor wx = w.dotGeneral(x, {{-1, 0}}, {});
+    return wx.add(b.broad(wx.shape())).relu();
+  }
+};
+
+struct NN {
+  std::array<Layer, 3> layers;
+  Tensor forward(Tensor x) const {
+    for (const Layer& layer : layers) x = radix::call(layer, &Layer::forward, x);
+    return x;
+  }
+};
+
+NN makeNN() {
+  auto t = [](Shape s, std::vector<float> v) { return Tensor::fromValues(radix::Platform::cpu(), s, v); };
+  return NN{{
+      Layer{t(Shape({2, 2}, DType::f32), {1, -1, 0, 1}), t(Shape({2}, DType::f32), {0, 0})},
+      Layer{t(Shape({2, 2}, DType::f32), {1, 2, 1, -1}), t(Shape({2}, DType::f32), {10, 10})},
+      Layer{t(Shape({3, 2}, DType::f32), {1, 2, 0, 1, -1, 0}), t(Shape({3}, DType::f32), {-10, -10, -10})},
+  }};
+}
+
+/// A fresh folder per test, removed afterwards.
+class Cache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = (fs::temp_directory_path() / ("radix-cache-test-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name())).string();
+    fs::remove_all(dir);
+    radix::CompileOptions options;
+    options.cacheDir = dir;
+    platform = radix::Platform::cpu().withOptions(options);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  radix::Exe<Tensor> compileNN() { return radix::compile(platform, &NN::forward, nn, x); }
+  fs::path onlyEntry() {
+    auto entries = radix::listCache(dir);
+    EXPECT_EQ(entries.size(), 1u);
+    return entries.empty() ? fs::path() : fs::path(entries[0].path);
+  }
+
+  std::string dir;
+  radix::Platform platform = radix::Platform::cpu();
+  NN nn = makeNN();
+  Tensor x = Tensor::fromValues(radix::Platform::cpu(), Shape({2}, DType::f32), {-1, 1});
+};
+
+TEST_F(Cache, SecondCompileLoadsWithoutCompiling) {
+  auto cold = compileNN();
+  EXPECT_FALSE(cold.fromCache());
+  const radix::CacheStats before = radix::cacheStats();
+  auto warm = compileNN();
+  const radix::CacheStats after = radix::cacheStats();
+  EXPECT_TRUE(warm.fromCache());
+  EXPECT_EQ(after.hits, before.hits + 1);
+  EXPECT_EQ(after.compiles, before.compiles);  // no MLIR lowering pass, no LLVM code generation
+  radix::testing::expectClose(warm(nn, x), {20, 0, 0}, 0);
+  const fs::path entry = onlyEntry();
+  EXPECT_EQ(entry.parent_path().filename(), "cpu");
+  EXPECT_TRUE(fs::exists(entry / "module.mlir"));
+  EXPECT_TRUE(fs::exists(entry / "entry.o"));
+  EXPECT_TRUE(fs::exists(entry / "meta.json"));
+  EXPECT_EQ(entry.filename().string().rfind("NN_", 0), 0u);
+}
+
+TEST_F(Cache, OptionsThatChangeCodeChangeTheKey) {
+  compileNN();
+  radix::CompileOptions o0 = platform.options();
+  o0.optLevel = 0;
+  platform = platform.withOptions(o0);
+  auto exe = compileNN();
+  EXPECT_FALSE(exe.fromCache());
+  EXPECT_EQ(radix::listCache(dir).size(), 2u);
+  radix::testing::expectClose(exe(nn, x), {20, 0, 0}, 0);
+}
+
+TEST_F(Cache, DisabledCacheWritesNothing) {
+  radix::CompileOptions off = platform.options();
+  off.cache = false;
+  platform = platform.withOptions(off);
+  compileNN();
+  EXPECT_FALSE(compileNN().fromCache());
+  EXPECT_TRUE(radix::listCache(dir).empty());
+}
+
+TEST_F(Cache, TruncatedObjectIsAWarningAndARecompile) {
+  compileNN();
+  const fs::path entry = onlyEntry();
+  fs::resize_file(entry / "entry.o", fs::file_size(entry / "entry.o") / 2);
+  const auto before = radix::cacheStats();
+  ::testing::internal::CaptureStderr();
+  auto exe = compileNN();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(exe.fromCache());
+  EXPECT_EQ(radix::cacheStats().corrupt, before.corrupt + 1);
+  EXPECT_NE(log.find("radix: warning: cache entry"), std::string::npos) << log;
+  EXPECT_NE(log.find("recompiling"), std::string::npos) << log;
+  radix::testing::expectClose(exe(nn, x), {20, 0, 0}, 0);
+  EXPECT_TRUE(compileNN().fromCache());  // the entry was replaced by a good one
+}
+
+TEST_F(Cache, CorruptOrForeignEntriesAreReplaced) {
+  compileNN();
+  const fs::path entry = onlyEntry();
+  const std::string goodMeta = [&] {
+    std::ifstream in(entry / "meta.json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  auto expectRecompile = [&](const std::string& meta, const char* why) {
+    std::ofstream(entry / "meta.json") << meta;
+    ::testing::internal::CaptureStderr();
+    auto exe = compileNN();
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(exe.fromCache()) << why;
+    EXPECT_NE(log.find(why), std::string::npos) << log;
+    radix::testing::expectClose(exe(nn, x), {20, 0, 0}, 0);
+    EXPECT_TRUE(compileNN().fromCache()) << why;
+  };
+  expectRecompile("{not json", "corrupt");
+  nlohmann::json foreign = nlohmann::json::parse(goodMeta);
+  foreign["key"] = "0123456789abcdef";
+  expectRecompile(foreign.dump(), "foreign");
+  nlohmann::json flipped = nlohmann::json::parse(goodMeta);
+  flipped["object_xxh64"] = "ffffffffffffffff";
+  expectRecompile(flipped.dump(), "checksum");
+  // An object replaced by garbage of the same size and a matching checksum still cannot load.
+  std::string garbage(fs::file_size(entry / "entry.o"), 'x');
+  std::ofstream(entry / "entry.o", std::ios::binary) << garbage;
+  nlohmann::json forged = nlohmann::json::parse(goodMeta);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH64(garbage.data(), garbage.size(), 0)));
+  forged["object_xxh64"] = hex;
+  forged["object_bytes"] = garbage.size();
+  expectRecompile(forged.dump(), "unloadable");
+}
+
+TEST(CachePaths, LongNamesAreCut) {
+  const std::string path = radix::detail::entryPath("/c", "cpu", std::string(5000, 'n'), 0x1234);
+  EXPECT_LT(fs::path(path).filename().string().size(), 256u);
+  EXPECT_NE(path.find("_0000000000001234"), std::string::npos);
+  EXPECT_EQ(radix::detail::entryPath("/c", "cpu", "NN", 0xab), "/c/cpu/NN_00000000000000ab");
+}
+
+TEST(CachePaths, EnvironmentOrder) {
+  const char* saved = std::getenv("RADIX_CACHE_DIR");
+  const std::string keep = saved ? saved : "";
+  setenv("RADIX_CACHE_DIR", "/tmp/a", 1);
+  EXPECT_EQ(radix::cacheDir(), "/tmp/a");
+  setenv("RADIX_CACHE_DIR", "off", 1);
+  EXPECT_EQ(radix::cacheDir(), "");
+  unsetenv("RADIX_CACHE_DIR");
+  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  EXPECT_EQ(radix::cacheDir(), "/tmp/xdg/radix");
+  unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(radix::cacheDir(), std::string(std::getenv("HOME")) + "/.cache/radix");
+  if (saved) setenv("RADIX_CACHE_DIR", keep.c_str(), 1);
+}
+
+int run(const std::string& command) {
+  int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(Cache, KeyIsStableAcrossProcessesAndConcurrentWritersAgree) {
+  const std::string env = "RADIX_CACHE_DIR=" + dir + " ";
+  const std::string mlp = RADIX_MLP_PATH;
+  // Two processes compile the same module at once: both succeed, one good entry remains.
+  ASSERT_EQ(run("(" + env + mlp + " > " + dir + ".a.log 2>&1 & " + env + mlp + " > " + dir + ".b.log 2>&1 & wait)"), 0);
+  ASSERT_EQ(run(env + mlp + " > " + dir + ".a.log 2>&1") , 0);
+  ASSERT_EQ(run(env + mlp + " > " + dir + ".c.log 2>&1"), 0);
+  std::ifstream in(dir + ".c.log");
+  std::string log(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(log.find("from the cache"), std::string::npos) << log;
+  auto entries = radix::listCache(dir);
+  ASSERT_EQ(entries.size(), 1u);
+  for (const auto& f : fs::directory_iterator(fs::path(dir) / "cpu")) EXPECT_EQ(f.path().string().find(".tmp."), std::string::npos);
+  for (const char* s : {".a.log", ".b.log", ".c.log"}) fs::remove(dir + s);
+}
+
+TEST_F(Cache, CommandLineListsAndClears) {
+  compileNN();
+  const std::string cli = RADIX_CLI_PATH;
+  const std::string out = dir + ".ls";
+  ASSERT_EQ(run(cli + " cache ls " + dir + " > " + out), 0);
+  std::ifstream in(out);
+  std::string listing(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(listing.find("cpu/NN_"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("1 entries"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("KiB"), std::string::npos) << listing;
+  ASSERT_EQ(run(cli + " cache clear " + dir + " > " + out), 0);
+  EXPECT_TRUE(radix::listCache(dir).empty());
+  EXPECT_EQ(run(cli + " cache frobnicate 2> /dev/null"), 2);
+  fs::remove(out);
+}
+
+// ---- dumps, the compile log, the trace ----
+
+TEST_F(Cache, DumpsModuleWithLocationsAndSelectedPasses) {
+  radix::CompileOptions o = platform.options();
+  o.cache = false;
+  o.dumpDir = dir;
+  o.dumpPasses = true;
+  o.dumpPassRegex = "bufferize|canonicalize";
+  platform = platform.withOptions(o);
+  compileNN();
+  std::vector<fs::path> modules;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename() == "module.mlir") modules.push_back(e.path());
+  ASSERT_EQ(modules.size(), 1u);
+  std::ifstream in(modules[0]);
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  EXPECT_NE(text.find("cache_test.cpp"), std::string::npos) << "locations point at the user's source";
+  EXPECT_NE(text.find("\"dotGeneral\""), std::string::npos);
+  std::set<std::string> passes;
+  for (const auto& e : fs::directory_iterator(modules[0].parent_path() / "passes")) passes.insert(e.path().filename().string());
+  ASSERT_FALSE(passes.empty());
+  bool sawBufferize = false;
+  for (const std::string& p : passes) {
+    EXPECT_TRUE(p.find("bufferize") != std::string::npos || p.find("canonicalize") != std::string::npos) << p;
+    sawBufferize |= p.find("one-shot-bufferize") != std::string::npos;
+  }
+  EXPECT_TRUE(sawBufferize);
+}
+
+TEST_F(Cache, FailingPassNamesItselfAndTheDump) {
+  radix::CompileOptions o = platform.options();
+  o.cache = false;
+  o.dumpDir = dir;
+  // Bufferizing without function boundaries can't write into a donated argument.
+  o.extraPasses = "one-shot-bufferize";
+  platform = platform.withOptions(o);
+  auto donate = [](Tensor x) { return x.exp().reuseBuffer(x); };
+  try {
+    radix::compile(platform, donate, Tensor(Shape({4}, DType::f32)));
+    FAIL() << "expected a compile error";
+  } catch (const radix::Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("[compile] pass one-shot-bufferize failed (IR at " + dir, 0), 0u) << what;
+    EXPECT_NE(what.find("read-only"), std::string::npos) << what;
+    EXPECT_TRUE(fs::exists(what.substr(what.find(dir), what.find(".mlir") + 5 - what.find(dir))));
+  }
+}
+
+TEST_F(Cache, SlowCompilesLogTheirPhases) {
+  setenv("RADIX_COMPILE_LOG_SECONDS", "0", 1);
+  ::testing::internal::CaptureStderr();
+  compileNN();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  unsetenv("RADIX_COMPILE_LOG_SECONDS");
+  for (const char* phase : {"radix: compiled NN in", "trace", "canonicalize", "lower", "llvm", "load"})
+    EXPECT_NE(log.find(phase), std::string::npos) << log;
+}
+
+TEST_F(Cache, TraceFileIsPerfettoJson) {
+  const std::string path = dir + ".trace.json";
+  radix::startTrace(path);
+  auto cold = compileNN();
+  auto warm = compileNN();
+  warm(nn, x);
+  radix::stopTrace();
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in);  // throws if not valid JSON
+  std::set<std::string> names;
+  bool callHasBytes = false;
+  for (const auto& e : doc.at("traceEvents")) {
+    EXPECT_EQ(e.at("ph"), "X");
+    EXPECT_TRUE(e.at("ts").is_number() && e.at("dur").is_number());
+    names.insert(e.at("name").get<std::string>());
+    if (e["name"] == "exe.call") callHasBytes = e.at("args").at("argument_bytes") == "92";  // 21 weights and 2 inputs, f32
+  }
+  for (const char* n : {"trace", "canonicalize", "compile", "compile.lower", "compile.llvm", "cache.lookup", "cache.store", "exe.call"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_TRUE(callHasBytes);
+  fs::remove(path);
+}
+
+}  // namespace
