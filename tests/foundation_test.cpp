@@ -37,3 +37,49 @@ TEST(Foundation, ThreeLayerNN) {
 }
 
 }  // namespace
+
+namespace {
+
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(Foundation, EmittedMlirIsCanonicalizedUpstreamIr) {
+  auto fn = [](radix::Tensor x, radix::Tensor w) {
+    radix::Tensor a = x.exp();
+    radix::Tensor b = x.exp();                                   // cse merges the twin
+    radix::Tensor dead = x.log();                                // canonicalize drops unused values
+    (void)dead;
+    return a.add(b).dotGeneral(w, {{0, 0}}, {}).mulConstant(1);  // x * 1 folds away
+  };
+  radix::Exe exe = radix::compile(radix::Platform::cpu(), fn, radix::Tensor(radix::Shape({4}, radix::DType::f32)),
+                                  radix::Tensor(radix::Shape({4, 3}, radix::DType::f32)));
+  const std::string& ir = exe.mlir();
+  EXPECT_NE(ir.find("module @radix"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("func.func @main(%arg0: tensor<4xf32>, %arg1: tensor<4x3xf32>) -> tensor<3xf32>"), std::string::npos) << ir;
+  EXPECT_EQ(occurrences(ir, "math.exp"), 1u) << ir;
+  EXPECT_EQ(occurrences(ir, "math.log"), 0u) << ir;
+  EXPECT_EQ(occurrences(ir, "arith.addf"), 2u) << ir;  // a + b, and the accumulation inside the contraction
+  EXPECT_EQ(occurrences(ir, "arith.mulf"), 1u) << ir;  // only inside the contraction
+  EXPECT_EQ(occurrences(ir, "linalg.generic"), 1u) << ir;
+  EXPECT_NE(ir.find("iterator_types = [\"parallel\", \"reduction\"]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("return"), std::string::npos);
+}
+
+TEST(Foundation, OpsOutsideCompileAreAnError) {
+  radix::Tensor x = radix::Tensor::fromValues(radix::Platform::cpu(), radix::Shape({2}, radix::DType::f32), {1, 2});
+  try {
+    x.add(x);
+    FAIL() << "expected radix::Error";
+  } catch (const radix::Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("[add] no compilation in progress", 0), 0u) << e.what();
+  }
+  EXPECT_THROW(radix::Tensor::fromValues(radix::Platform::cpu(), radix::Shape({3}, radix::DType::f32), {1, 2}), radix::Error);
+  EXPECT_EQ(radix::Shape({2, 8, 64}, radix::DType::f32).withTags({"b", "s", "d"}).str(), "{b=2,s=8,d=64}:f32");
+  EXPECT_EQ(radix::Shape({2, 8}, radix::DType::f16).str(), "{2,8}:f16");
+  EXPECT_THROW(radix::Shape(std::vector<int64_t>(9, 1), radix::DType::f32), radix::Error);
+}
+
+}  // namespace
