@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -202,6 +203,7 @@ struct Case {
   double lo = -2, hi = 2;     // range of the pseudo-random inputs (floored for integer dtypes)
   std::vector<Vals> given = {};  // fixed inputs instead of pseudo-random ones
   double tol = -1;            // < 0: by the result dtype
+  std::string group = {};     // set by allCases: the cases that compile together
 };
 
 // GoogleTest prints parameters on failure; the name says it all.
@@ -251,7 +253,7 @@ struct NamedOp2 {
   double lo, hi;
 };
 
-std::vector<Case> elementwiseCases() {
+std::vector<Case> unaryCases() {
   const NamedOp1 unary[] = {
       {"neg", [](const Tensor& x) { return x.neg(); }, [](double x) { return -x; }, -3, 3},
       {"abs", [](const Tensor& x) { return x.abs(); }, [](double x) { return std::fabs(x); }, -3, 3},
@@ -267,6 +269,18 @@ std::vector<Case> elementwiseCases() {
       {"addConstant", [](const Tensor& x) { return x.addConstant(1.5); }, [](double x) { return x + 1.5; }, -3, 3},
       {"mulConstant", [](const Tensor& x) { return x.mulConstant(-3); }, [](double x) { return x * -3; }, -3, 3},
   };
+  const Shape shapes[] = {sh({129}), sh({}), sh({17, 1, 3})};
+  std::vector<Case> cases;
+  for (const NamedOp1& u : unary)
+    for (const Shape& s : shapes) {
+      auto op = u.op;
+      cases.push_back({std::string(u.name) + "_" + dimsName(s), {s}, [op](const Ts& x) { return op(x[0]); },
+                       map1(u.ref), s, kFloats, u.lo, u.hi});
+    }
+  return cases;
+}
+
+std::vector<Case> binaryCases() {
   const NamedOp2 binary[] = {
       {"add", [](const Tensor& a, const Tensor& b) { return a.add(b); }, [](double a, double b) { return a + b; }, -3, 3},
       {"sub", [](const Tensor& a, const Tensor& b) { return a.sub(b); }, [](double a, double b) { return a - b; }, -3, 3},
@@ -276,10 +290,9 @@ std::vector<Case> elementwiseCases() {
       {"maximum", [](const Tensor& a, const Tensor& b) { return a.maximum(b); }, [](double a, double b) { return std::max(a, b); }, -3, 3},
       {"minimum", [](const Tensor& a, const Tensor& b) { return a.minimum(b); }, [](double a, double b) { return std::min(a, b); }, -3, 3},
   };
-  const Shape unaryShapes[] = {sh({129}), sh({}), sh({17, 1, 3})};
   // (lhs, rhs, result): equal shapes, a scalar side (either one), size-1 axes on both sides, and
   // size-1 axes under equal tag lists.
-  const Shape binaryShapes[][3] = {
+  const Shape shapes[][3] = {
       {sh({3, 17}), sh({3, 17}), sh({3, 17})},
       {sh({17, 1, 3}), sh({}), sh({17, 1, 3})},
       {sh({}), sh({129}), sh({129})},
@@ -287,14 +300,8 @@ std::vector<Case> elementwiseCases() {
       {sh({1, 17}, {"b", "d"}), sh({3, 17}, {"b", "d"}), sh({3, 17}, {"b", "d"})},
   };
   std::vector<Case> cases;
-  for (const NamedOp1& u : unary)
-    for (const Shape& s : unaryShapes) {
-      auto op = u.op;
-      cases.push_back({std::string(u.name) + "_" + dimsName(s), {s}, [op](const Ts& x) { return op(x[0]); },
-                       map1(u.ref), s, kFloats, u.lo, u.hi});
-    }
   for (const NamedOp2& b : binary)
-    for (const auto& s : binaryShapes) {
+    for (const auto& s : shapes) {
       auto op = b.op;
       std::string name = std::string(b.name) + "_" + dimsName(s[0]) + "_" + dimsName(s[1]) + (s[0].isTagged() ? "_tagged" : "");
       cases.push_back({name, {s[0], s[1]}, [op](const Ts& x) { return op(x[0], x[1]); }, map2(b.ref), s[2], kFloats, b.lo, b.hi});
@@ -331,87 +338,103 @@ std::vector<Case> integerCases() {
   };
 }
 
-std::vector<Case> structuralCases() {
+// Ops with their arguments bound, so that a case row stays one line.
+Op dotGeneralOp(std::vector<radix::AxisPair> c, std::vector<radix::AxisPair> b) {
+  return [=](const Ts& x) { return x[0].dotGeneral(x[1], c, b); };
+}
+Op dotOp(std::vector<Tag> tags) { return [=](const Ts& x) { return x[0].dot(x[1], tags); }; }
+Op broadOp(Shape to) { return [=](const Ts& x) { return x[0].broad(to); }; }
+Op broadcastOp(Shape to, Dims axes) { return [=](const Ts& x) { return x[0].broadcast(to, axes); }; }
+Op reshapeOp(Dims dims) { return [=](const Ts& x) { return x[0].reshape(dims); }; }
+Op transposeOp(std::vector<radix::Axis> perm) { return [=](const Ts& x) { return x[0].transpose(perm); }; }
+Op sumOp(radix::Axis a) { return [=](const Ts& x) { return x[0].sum(a); }; }
+Op maxOp(radix::Axis a) { return [=](const Ts& x) { return x[0].max(a); }; }
+
+std::vector<Case> contractionCases() {
   const auto F = kFloats;
-  auto dotG = [](std::vector<radix::AxisPair> c, std::vector<radix::AxisPair> b) -> Op {
-    return [=](const Ts& x) { return x[0].dotGeneral(x[1], c, b); };
-  };
-  auto dot = [](std::vector<Tag> tags) -> Op { return [=](const Ts& x) { return x[0].dot(x[1], tags); }; };
-  auto broad = [](Shape to) -> Op { return [=](const Ts& x) { return x[0].broad(to); }; };
-  auto broadcast = [](Shape to, Dims axes) -> Op { return [=](const Ts& x) { return x[0].broadcast(to, axes); }; };
-  auto reshape = [](Dims dims) -> Op { return [=](const Ts& x) { return x[0].reshape(dims); }; };
-  auto transpose = [](std::vector<radix::Axis> perm) -> Op { return [=](const Ts& x) { return x[0].transpose(perm); }; };
-  auto sum = [](radix::Axis a) -> Op { return [=](const Ts& x) { return x[0].sum(a); }; };
-  auto max = [](radix::Axis a) -> Op { return [=](const Ts& x) { return x[0].max(a); }; };
   const std::vector<Tag> bmk = {"b", "m", "k"}, bkn = {"b", "k", "n"}, bmn = {"b", "m", "n"};
   return {
-      {"dotGeneral_matvec", {sh({3, 17}), sh({17})}, dotG({{-1, 0}}, {}), dotRef({{1, 0}}, {}), sh({3}), F},
-      {"dotGeneral_matmul", {sh({3, 17}), sh({17, 5})}, dotG({{1, 0}}, {}), dotRef({{1, 0}}, {}), sh({3, 5}), F},
-      {"dotGeneral_inner129", {sh({129}), sh({129})}, dotG({{0, 0}}, {}), dotRef({{0, 0}}, {}), sh({}), F, -1, 1},
-      {"dotGeneral_batched_tags", {sh({4, 3, 17}, bmk), sh({4, 17, 5}, bkn)}, dotG({{"k", "k"}}, {{"b", "b"}}), dotRef({{2, 1}}, {{0, 0}}), sh({4, 3, 5}, bmn), F},
-      {"dotGeneral_batched_rhs_last", {sh({3, 4, 17}), sh({17, 5, 4})}, dotG({{2, 0}}, {{1, 2}}), dotRef({{2, 0}}, {{1, 2}}), sh({4, 3, 5}), F},
-      {"dotGeneral_two_contracting", {sh({3, 17, 2}), sh({2, 5, 17})}, dotG({{1, 2}, {2, 0}}, {}), dotRef({{1, 2}, {2, 0}}, {}), sh({3, 5}), F},
-      {"dotGeneral_negative_axes", {sh({17, 3}), sh({5, 17})}, dotG({{-2, -1}}, {}), dotRef({{0, 1}}, {}), sh({3, 5}), F},
-      {"dot_batch_by_tag", {sh({4, 3, 17}, bmk), sh({4, 17, 5}, bkn)}, dot({"k"}), dotRef({{2, 1}}, {{0, 0}}), sh({4, 3, 5}, bmn), F},
-      {"dot_tags_anywhere", {sh({17, 3}, {"k", "m"}), sh({5, 17}, {"n", "k"})}, dot({"k"}), dotRef({{0, 1}}, {}), sh({3, 5}, {"m", "n"}), F},
-      {"dot_two_tags", {sh({2, 3, 5}, {"a", "k", "j"}), sh({5, 3}, {"j", "k"})}, dot({"k", "j"}), dotRef({{1, 1}, {2, 0}}, {}), sh({2}, {"a"}), F},
+      {"dotGeneral_matvec", {sh({3, 17}), sh({17})}, dotGeneralOp({{-1, 0}}, {}), dotRef({{1, 0}}, {}), sh({3}), F},
+      {"dotGeneral_matmul", {sh({3, 17}), sh({17, 5})}, dotGeneralOp({{1, 0}}, {}), dotRef({{1, 0}}, {}), sh({3, 5}), F},
+      {"dotGeneral_inner129", {sh({129}), sh({129})}, dotGeneralOp({{0, 0}}, {}), dotRef({{0, 0}}, {}), sh({}), F, -1, 1},
+      {"dotGeneral_batched_tags", {sh({4, 3, 17}, bmk), sh({4, 17, 5}, bkn)}, dotGeneralOp({{"k", "k"}}, {{"b", "b"}}), dotRef({{2, 1}}, {{0, 0}}), sh({4, 3, 5}, bmn), F},
+      {"dotGeneral_batched_rhs_last", {sh({3, 4, 17}), sh({17, 5, 4})}, dotGeneralOp({{2, 0}}, {{1, 2}}), dotRef({{2, 0}}, {{1, 2}}), sh({4, 3, 5}), F},
+      {"dotGeneral_two_contracting", {sh({3, 17, 2}), sh({2, 5, 17})}, dotGeneralOp({{1, 2}, {2, 0}}, {}), dotRef({{1, 2}, {2, 0}}, {}), sh({3, 5}), F},
+      {"dotGeneral_negative_axes", {sh({17, 3}), sh({5, 17})}, dotGeneralOp({{-2, -1}}, {}), dotRef({{0, 1}}, {}), sh({3, 5}), F},
+      {"dot_batch_by_tag", {sh({4, 3, 17}, bmk), sh({4, 17, 5}, bkn)}, dotOp({"k"}), dotRef({{2, 1}}, {{0, 0}}), sh({4, 3, 5}, bmn), F},
+      {"dot_tags_anywhere", {sh({17, 3}, {"k", "m"}), sh({5, 17}, {"n", "k"})}, dotOp({"k"}), dotRef({{0, 1}}, {}), sh({3, 5}, {"m", "n"}), F},
+      {"dot_two_tags", {sh({2, 3, 5}, {"a", "k", "j"}), sh({5, 3}, {"j", "k"})}, dotOp({"k", "j"}), dotRef({{1, 1}, {2, 0}}, {}), sh({2}, {"a"}), F},
       // A shared tag that is not contracted becomes a leading batch axis, wherever it was.
-      {"dot_batch_not_leading", {sh({3, 4, 17}, {"m", "b", "k"}), sh({17, 4}, {"k", "b"})}, dot({"k"}), dotRef({{2, 0}}, {{1, 1}}), sh({4, 3}, {"b", "m"}), F},
-
-      {"broad_right_aligned", {sh({17})}, broad(sh({3, 17})), broadcastRef({3, 17}, {1}), sh({3, 17}), F},
-      {"broad_right_aligned_size1", {sh({1, 3})}, broad(sh({17, 5, 3})), broadcastRef({17, 5, 3}, {1, 2}), sh({17, 5, 3}), F},
-      {"broad_same_rank", {sh({3, 1})}, broad(sh({3, 17})), broadcastRef({3, 17}, {0, 1}), sh({3, 17}), F},
-      {"broad_scalar", {sh({})}, broad(sh({17, 1, 3})), broadcastRef({17, 1, 3}, {}), sh({17, 1, 3}), F},
-      // Tags in another order than the target's: needs a transpose.
-      {"broad_tags", {sh({3, 2}, {"d", "b"})}, broad(sh({2, 5, 3}, {"b", "s", "d"})), broadcastRef({2, 5, 3}, {2, 0}), sh({2, 5, 3}, {"b", "s", "d"}), F},
-      {"broad_tags_size1", {sh({1}, {"d"})}, broad(sh({4, 3}, {"b", "d"})), broadcastRef({4, 3}, {1}), sh({4, 3}, {"b", "d"}), F},
-      {"broadcast_leading", {sh({3})}, broadcast(sh({3, 17}), {0}), broadcastRef({3, 17}, {0}), sh({3, 17}), F},
-      {"broadcast_transposing", {sh({3, 17})}, broadcast(sh({17, 5, 3}), {2, 0}), broadcastRef({17, 5, 3}, {2, 0}), sh({17, 5, 3}), F},
-      {"broadcast_transposing_size1", {sh({1, 17})}, broadcast(sh({17, 3}), {1, 0}), broadcastRef({17, 3}, {1, 0}), sh({17, 3}), F},
-      {"broadcast_scalar", {sh({})}, broadcast(sh({129}), {}), broadcastRef({129}, {}), sh({129}), F},
-      {"broadcast_tagged_target", {sh({3})}, broadcast(sh({2, 3}, {"b", "d"}), {1}), broadcastRef({2, 3}, {1}), sh({2, 3}, {"b", "d"}), F},
-
-      {"reshape_2d", {sh({3, 17})}, reshape({17, 3}), sameValues(), sh({17, 3}), F},
-      {"reshape_split", {sh({129})}, reshape({3, 43}), sameValues(), sh({3, 43}), F},
-      {"reshape_flatten_drops_tags", {sh({17, 1, 3}, {"a", "b", "c"})}, reshape({51}), sameValues(), sh({51}), F},
-      {"reshape_from_scalar", {sh({})}, reshape({1, 1}), sameValues(), sh({1, 1}), F},
-      {"reshape_scalar_to_rank1", {sh({})}, reshape({1}), sameValues(), sh({1}), F},
-      {"reshape_rank1_to_scalar", {sh({1})}, reshape({}), sameValues(), sh({}), F},
-      {"reshape_to_scalar", {sh({1, 1, 1})}, reshape({}), sameValues(), sh({}), F},
-
-      {"transpose_2d", {sh({3, 17})}, transpose({1, 0}), transposeRef({1, 0}), sh({17, 3}), F},
-      {"transpose_3d", {sh({17, 1, 3})}, transpose({2, 0, 1}), transposeRef({2, 0, 1}), sh({3, 17, 1}), F},
-      {"transpose_negative", {sh({3, 4, 17})}, transpose({1, -1, 0}), transposeRef({1, 2, 0}), sh({4, 17, 3}), F},
-      {"transpose_tags", {sh({3, 17, 2}, {"b", "s", "d"})}, transpose({"d", "b", "s"}), transposeRef({2, 0, 1}), sh({2, 3, 17}, {"d", "b", "s"}), F},
-      {"transpose_scalar", {sh({})}, transpose({}), transposeRef({}), sh({}), F},
-
-      {"sum_last", {sh({3, 17})}, sum(1), reduceRef(1, false), sh({3, 1}), F},
-      {"sum_first", {sh({3, 17})}, sum(0), reduceRef(0, false), sh({1, 17}), F},
-      {"sum_129", {sh({129})}, sum(0), reduceRef(0, false), sh({1}), F},
-      {"sum_negative_axis", {sh({17, 1, 3})}, sum(-1), reduceRef(2, false), sh({17, 1, 1}), F},
-      {"sum_tag", {sh({3, 17, 5}, {"b", "s", "d"})}, sum("s"), reduceRef(1, false), sh({3, 1, 5}, {"b", "s", "d"}), F},
-      // All negative: a max that starts from 0 would return 0.
-      {"max_last", {sh({3, 17})}, max(1), reduceRef(1, true), sh({3, 1}), F, -5, -1},
-      {"max_first", {sh({3, 17})}, max(0), reduceRef(0, true), sh({1, 17}), F, -5, -1},
-      {"max_129", {sh({129})}, max(-1), reduceRef(0, true), sh({1}), F},
-      {"max_tag", {sh({3, 17, 5}, {"b", "s", "d"})}, max("s"), reduceRef(1, true), sh({3, 1, 5}, {"b", "s", "d"}), F},
-
-      {"withTags", {sh({3, 17})}, [](const Ts& x) { return x[0].withTags({"b", "d"}); }, sameValues(), sh({3, 17}, {"b", "d"}), F},
-      {"scalar_mul", {sh({3, 17})}, [](const Ts& x) { return x[0].mul(Tensor::scalar(-0.5, x[0].dtype())); }, map1([](double x) { return x * -0.5; }), sh({3, 17}), F},
-      {"constant_add", {sh({17, 1, 3})}, [](const Ts& x) { return x[0].add(Tensor::constant(x[0].shape(), 2.5)); }, map1([](double x) { return x + 2.5; }), sh({17, 1, 3}), F},
+      {"dot_batch_not_leading", {sh({3, 4, 17}, {"m", "b", "k"}), sh({17, 4}, {"k", "b"})}, dotOp({"k"}), dotRef({{2, 0}}, {{1, 1}}), sh({4, 3}, {"b", "m"}), F},
   };
 }
 
-std::vector<Case> constantAndConvertCases() {
-  auto convert = [](DType to) -> Op { return [=](const Ts& x) { return x[0].convert(to); }; };
-  const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+std::vector<Case> layoutCases() {
+  const auto F = kFloats;
   return {
+      {"broad_right_aligned", {sh({17})}, broadOp(sh({3, 17})), broadcastRef({3, 17}, {1}), sh({3, 17}), F},
+      {"broad_right_aligned_size1", {sh({1, 3})}, broadOp(sh({17, 5, 3})), broadcastRef({17, 5, 3}, {1, 2}), sh({17, 5, 3}), F},
+      {"broad_same_rank", {sh({3, 1})}, broadOp(sh({3, 17})), broadcastRef({3, 17}, {0, 1}), sh({3, 17}), F},
+      {"broad_scalar", {sh({})}, broadOp(sh({17, 1, 3})), broadcastRef({17, 1, 3}, {}), sh({17, 1, 3}), F},
+      // Tags in another order than the target's: needs a transpose.
+      {"broad_tags", {sh({3, 2}, {"d", "b"})}, broadOp(sh({2, 5, 3}, {"b", "s", "d"})), broadcastRef({2, 5, 3}, {2, 0}), sh({2, 5, 3}, {"b", "s", "d"}), F},
+      {"broad_tags_size1", {sh({1}, {"d"})}, broadOp(sh({4, 3}, {"b", "d"})), broadcastRef({4, 3}, {1}), sh({4, 3}, {"b", "d"}), F},
+      {"broadcast_leading", {sh({3})}, broadcastOp(sh({3, 17}), {0}), broadcastRef({3, 17}, {0}), sh({3, 17}), F},
+      {"broadcast_transposing", {sh({3, 17})}, broadcastOp(sh({17, 5, 3}), {2, 0}), broadcastRef({17, 5, 3}, {2, 0}), sh({17, 5, 3}), F},
+      {"broadcast_transposing_size1", {sh({1, 17})}, broadcastOp(sh({17, 3}), {1, 0}), broadcastRef({17, 3}, {1, 0}), sh({17, 3}), F},
+      {"broadcast_scalar", {sh({})}, broadcastOp(sh({129}), {}), broadcastRef({129}, {}), sh({129}), F},
+      {"broadcast_tagged_target", {sh({3})}, broadcastOp(sh({2, 3}, {"b", "d"}), {1}), broadcastRef({2, 3}, {1}), sh({2, 3}, {"b", "d"}), F},
+
+      {"reshape_2d", {sh({3, 17})}, reshapeOp({17, 3}), sameValues(), sh({17, 3}), F},
+      {"reshape_split", {sh({129})}, reshapeOp({3, 43}), sameValues(), sh({3, 43}), F},
+      {"reshape_flatten_drops_tags", {sh({17, 1, 3}, {"a", "b", "c"})}, reshapeOp({51}), sameValues(), sh({51}), F},
+      {"reshape_from_scalar", {sh({})}, reshapeOp({1, 1}), sameValues(), sh({1, 1}), F},
+      {"reshape_scalar_to_rank1", {sh({})}, reshapeOp({1}), sameValues(), sh({1}), F},
+      {"reshape_rank1_to_scalar", {sh({1})}, reshapeOp({}), sameValues(), sh({}), F},
+      {"reshape_to_scalar", {sh({1, 1, 1})}, reshapeOp({}), sameValues(), sh({}), F},
+
+      {"transpose_2d", {sh({3, 17})}, transposeOp({1, 0}), transposeRef({1, 0}), sh({17, 3}), F},
+      {"transpose_3d", {sh({17, 1, 3})}, transposeOp({2, 0, 1}), transposeRef({2, 0, 1}), sh({3, 17, 1}), F},
+      {"transpose_negative", {sh({3, 4, 17})}, transposeOp({1, -1, 0}), transposeRef({1, 2, 0}), sh({4, 17, 3}), F},
+      {"transpose_tags", {sh({3, 17, 2}, {"b", "s", "d"})}, transposeOp({"d", "b", "s"}), transposeRef({2, 0, 1}), sh({2, 3, 17}, {"d", "b", "s"}), F},
+      {"transpose_scalar", {sh({})}, transposeOp({}), transposeRef({}), sh({}), F},
+      {"withTags", {sh({3, 17})}, [](const Ts& x) { return x[0].withTags({"b", "d"}); }, sameValues(), sh({3, 17}, {"b", "d"}), F},
+  };
+}
+
+std::vector<Case> reduceCases() {
+  const auto F = kFloats;
+  return {
+      {"sum_last", {sh({3, 17})}, sumOp(1), reduceRef(1, false), sh({3, 1}), F},
+      {"sum_first", {sh({3, 17})}, sumOp(0), reduceRef(0, false), sh({1, 17}), F},
+      {"sum_129", {sh({129})}, sumOp(0), reduceRef(0, false), sh({1}), F},
+      {"sum_negative_axis", {sh({17, 1, 3})}, sumOp(-1), reduceRef(2, false), sh({17, 1, 1}), F},
+      {"sum_tag", {sh({3, 17, 5}, {"b", "s", "d"})}, sumOp("s"), reduceRef(1, false), sh({3, 1, 5}, {"b", "s", "d"}), F},
+      // All negative: a max that starts from 0 would return 0.
+      {"max_last", {sh({3, 17})}, maxOp(1), reduceRef(1, true), sh({3, 1}), F, -5, -1},
+      {"max_first", {sh({3, 17})}, maxOp(0), reduceRef(0, true), sh({1, 17}), F, -5, -1},
+      {"max_129", {sh({129})}, maxOp(-1), reduceRef(0, true), sh({1}), F},
+      {"max_tag", {sh({3, 17, 5}, {"b", "s", "d"})}, maxOp("s"), reduceRef(1, true), sh({3, 1, 5}, {"b", "s", "d"}), F},
+  };
+}
+
+std::vector<Case> constantCases() {
+  const auto F = kFloats;
+  return {
+      {"scalar_mul", {sh({3, 17})}, [](const Ts& x) { return x[0].mul(Tensor::scalar(-0.5, x[0].dtype())); }, map1([](double x) { return x * -0.5; }), sh({3, 17}), F},
+      {"constant_add", {sh({17, 1, 3})}, [](const Ts& x) { return x[0].add(Tensor::constant(x[0].shape(), 2.5)); }, map1([](double x) { return x + 2.5; }), sh({17, 1, 3}), F},
       {"constant_f16", {}, [](const Ts&) { return Tensor::constant(sh({3, 17}, DType::f16), 1.5); }, filledWith(51, 1.5), sh({3, 17}, DType::f16), {}},
       {"constant_bf16_tagged", {}, [](const Ts&) { return Tensor::constant(sh({2, 3}, {"b", "d"}, DType::bf16), -2.25); }, filledWith(6, -2.25), sh({2, 3}, {"b", "d"}, DType::bf16), {}},
       {"constant_i32", {}, [](const Ts&) { return Tensor::constant(sh({129}, DType::i32), -7); }, filledWith(129, -7), sh({129}, DType::i32), {}},
       {"scalar_bf16", {}, [](const Ts&) { return Tensor::scalar(2.5, DType::bf16); }, filledWith(1, 2.5), sh({}, DType::bf16), {}},
       {"scalar_f32", {}, [](const Ts&) { return Tensor::scalar(-0.75, DType::f32); }, filledWith(1, -0.75), sh({}, DType::f32), {}},
+  };
+}
 
+std::vector<Case> convertCases() {
+  auto convert = [](DType to) -> Op { return [=](const Ts& x) { return x[0].convert(to); }; };
+  const DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  return {
       // Float conversions round to nearest even exactly as the host does: tolerance 0.
       {"convert_f32_f16", {sh({129}, f32)}, convert(f16), roundedTo(f16), sh({129}, f16), {}, -100, 100, {}, 0},
       {"convert_f32_bf16", {sh({129}, f32)}, convert(bf16), roundedTo(bf16), sh({129}, bf16), {}, -100, 100, {}, 0},
@@ -432,47 +455,91 @@ std::vector<Case> constantAndConvertCases() {
   };
 }
 
-/// Expands cases with `dtypes` into one case per dtype.
+struct Section {
+  const char* name;
+  std::vector<Case> (*rows)();
+};
+
+/// Every case, one per dtype of its row; cases of one section and dtype form a group.
 std::vector<Case> allCases() {
-  std::vector<Case> rows, out;
-  for (auto* part : {elementwiseCases, integerCases, structuralCases, constantAndConvertCases})
-    for (Case& c : part()) rows.push_back(std::move(c));
-  for (const Case& c : rows) {
-    if (c.dtypes.empty()) {
-      out.push_back(c);
-      continue;
+  const Section sections[] = {{"unary", unaryCases},     {"binary", binaryCases}, {"integer", integerCases},
+                              {"contraction", contractionCases}, {"layout", layoutCases}, {"reduce", reduceCases},
+                              {"constant", constantCases}, {"convert", convertCases}};
+  std::vector<Case> out;
+  for (const Section& section : sections)
+    for (const Case& c : section.rows()) {
+      if (c.dtypes.empty()) {
+        out.push_back(c);
+        out.back().group = section.name;
+      }
+      for (DType d : c.dtypes) {
+        Case e = c;
+        e.name += "_" + std::string(radix::name(d));
+        e.group = std::string(section.name) + "_" + std::string(radix::name(d));
+        for (Shape& s : e.inputs) s = s.withDtype(d);
+        e.out = c.out.withDtype(d);
+        out.push_back(e);
+      }
     }
-    for (DType d : c.dtypes) {
-      Case e = c;
-      e.name += "_" + std::string(radix::name(d));
-      for (Shape& s : e.inputs) s = s.withDtype(d);
-      e.out = c.out.withDtype(d);
-      out.push_back(e);
+  return out;
+}
+
+/// What one case computed: its inputs as the reference sees them, and its result.
+struct Outcome {
+  std::vector<Host> inputs;
+  Tensor result;
+  std::string error;  // the group failed to trace, compile or run
+};
+
+/// Runs all cases of c's group as one compiled function, once per process: compiling each case
+/// alone costs ~50 ms, and ~400 of them would take most of the test time.
+const Outcome& outcomeOf(const Case& c) {
+  static std::map<std::string, std::map<std::string, Outcome>> groups;
+  auto [it, fresh] = groups.try_emplace(c.group);
+  std::map<std::string, Outcome>& outcomes = it->second;
+  if (fresh) {
+    std::vector<Case> cases;
+    for (Case& e : allCases())
+      if (e.group == c.group) cases.push_back(std::move(e));
+    std::vector<Ts> args(cases.size());
+    for (size_t k = 0; k < cases.size(); ++k) {
+      Outcome& o = outcomes[cases[k].name];
+      for (size_t i = 0; i < cases[k].inputs.size(); ++i) {
+        const Case& e = cases[k];
+        const Shape& s = e.inputs[i];
+        const Vals v = i < e.given.size() ? e.given[i]
+                                          : pseudoRandom(s.count(), e.lo, e.hi, static_cast<uint32_t>(k * 8 + i + 1), !radix::isFloat(s.dtype()));
+        args[k].push_back(Tensor::fromValues(cpu(), s, v));
+        o.inputs.push_back({args[k].back().toVector<double>(), s.dims()});
+      }
+    }
+    auto all = [&cases](const std::vector<Ts>& a) {
+      Ts results;
+      for (size_t k = 0; k < cases.size(); ++k) results.push_back(cases[k].op(a[k]));
+      return results;
+    };
+    try {
+      const Ts results = radix::testing::compileAndCall(cpu(), all, args);
+      for (size_t k = 0; k < cases.size(); ++k) outcomes[cases[k].name].result = results[k];
+    } catch (const std::exception& e) {
+      for (auto& [name, o] : outcomes) o.error = e.what();
     }
   }
-  return out;
+  return outcomes.at(c.name);
 }
 
 class OpsNumerics : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OpsNumerics, MatchesReference) {
   const Case& c = GetParam();
-  Ts args;
-  std::vector<Host> host;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const Shape& s = c.inputs[i];
-    Vals v = i < c.given.size() ? c.given[i] : pseudoRandom(s.count(), c.lo, c.hi, static_cast<uint32_t>(i + 1), !radix::isFloat(s.dtype()));
-    Tensor t = Tensor::fromValues(cpu(), s, v);
-    args.push_back(t);
-    host.push_back({t.toVector<double>(), s.dims()});
-  }
-  Tensor y = radix::testing::compileAndCall(cpu(), c.op, args);
-  ASSERT_EQ(y.shape(), c.out);
-  const Vals expected = c.ref(host);
+  const Outcome& o = outcomeOf(c);
+  ASSERT_EQ(o.error, "") << "in group " << c.group;
+  ASSERT_EQ(o.result.shape(), c.out);
+  const Vals expected = c.ref(o.inputs);
   if (radix::isFloat(c.out.dtype())) {
-    radix::testing::expectClose(y, std::vector<float>(expected.begin(), expected.end()), c.tol >= 0 ? c.tol : tolFor(c.out.dtype()));
+    radix::testing::expectClose(o.result, std::vector<float>(expected.begin(), expected.end()), c.tol >= 0 ? c.tol : tolFor(c.out.dtype()));
   } else {
-    EXPECT_EQ(y.toVector<int64_t>(), std::vector<int64_t>(expected.begin(), expected.end()));
+    EXPECT_EQ(o.result.toVector<int64_t>(), std::vector<int64_t>(expected.begin(), expected.end()));
   }
 }
 

@@ -1,0 +1,87 @@
+// Cold vs warm compile: from radix::compile() to a callable Exe, with an empty on-disk cache
+// (trace + lower + LLVM) and with a filled one (trace + load), in the same run.
+//   build/bin/radix-bench-compile [runs]
+#include <radix/cache.h>
+#include <radix/radix.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <unistd.h>
+
+#include "gpt2.h"
+
+namespace {
+
+using radix::DType;
+using radix::Shape;
+using radix::Tensor;
+
+struct Layer {
+  Tensor w, b;
+  Tensor forward(Tensor x) const {
+    Tensor wx = w.dotGeneral(x, {{-1, 0}}, {});
+    return wx.add(b.broad(wx.shape())).relu();
+  }
+};
+struct NN {
+  std::array<Layer, 3> layers;
+  Tensor forward(Tensor x) const {
+    for (const Layer& layer : layers) x = layer.forward(x);
+    return x;
+  }
+};
+
+double millis(const std::function<void()>& f) {
+  auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void measure(const char* name, const std::function<bool(const radix::Platform&)>& compile, int runs) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("radix-bench-" + std::to_string(getpid()));
+  std::vector<double> cold, warm, traceOnly;
+  for (int i = 0; i < runs; ++i) {
+    fs::remove_all(dir);
+    radix::CompileOptions options;
+    options.cacheDir = dir.string();
+    radix::Platform platform = radix::Platform::cpu().withOptions(options);
+    bool hit = true;
+    cold.push_back(millis([&] { hit = compile(platform); }));
+    if (hit) std::fprintf(stderr, "unexpected cache hit on a cold compile\n");
+    warm.push_back(millis([&] { hit = compile(platform); }));
+    if (!hit) std::fprintf(stderr, "unexpected cache miss on a warm compile\n");
+  }
+  fs::remove_all(dir);
+  const double c = median(cold), w = median(warm);
+  std::printf("%-22s cold %9.1f ms   warm %7.1f ms   cold/warm %6.1fx\n", name, c, w, c / w);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  std::printf("radix compile, median of %d runs (warm = filled on-disk cache, goal < 50 ms for GPT-2)\n", runs);
+  measure("3-layer NN {2}:f16", [](const radix::Platform& p) {
+    auto t = [](Shape s) { return Tensor(s); };
+    NN nn{{Layer{t(Shape({2, 2}, DType::f16)), t(Shape({2}, DType::f16))},
+           Layer{t(Shape({2, 2}, DType::f16)), t(Shape({2}, DType::f16))},
+           Layer{t(Shape({3, 2}, DType::f16)), t(Shape({3}, DType::f16))}}};
+    return radix::compile(p, &NN::forward, nn, t(Shape({2}, DType::f16))).fromCache();
+  }, runs);
+  const gpt2::Model model = gpt2::placeholders(12);
+  const Tensor tokens(Shape({128, 768}, DType::f32).withTags({"s", "d"}));
+  measure("GPT-2 124M, 128 tokens", [&](const radix::Platform& p) {
+    return radix::compile(p, &gpt2::Model::forward, model, tokens).fromCache();
+  }, runs);
+  return 0;
+}
