@@ -369,3 +369,29 @@ TEST(Module, HashCoversEveryShapeAttributeAndValue) {
 }
 
 }  // namespace
+
+namespace {
+
+struct Pairs {
+  std::pair<Tensor, Tensor> twice(Tensor x) const {
+    Tensor y = x.exp();
+    return {y, y};
+  }
+  std::tuple<Tensor, Tensor, Tensor> echo(Tensor x, Tensor z) const { return {x, z.neg(), x}; }
+};
+
+TEST(Module, CalledFunctionsMayReturnOneValueTwiceOrAnArgument) {
+  Tensor x = Tensor::fromValues(cpu(), Shape({2}, DType::f32), {0, 1});
+  auto fn = [](const Pairs& p, Tensor x) {
+    auto [a, b] = radix::call(p, &Pairs::twice, x);
+    auto [c, d, e] = radix::call(p, &Pairs::echo, a, b);
+    return std::make_tuple(a, b, c, d, e, x);
+  };
+  auto [a, b, c, d, e, x2] = radix::testing::compileAndCall(cpu(), fn, Pairs{}, x);
+  for (const Tensor* t : {&a, &b, &c, &e}) radix::testing::expectClose(*t, {1, std::exp(1.f)}, 1e-6);
+  radix::testing::expectClose(d, {-1, -std::exp(1.f)}, 1e-6);
+  radix::testing::expectClose(x2, {0, 1}, 0);
+  EXPECT_NE(a.bufferAddress(), b.bufferAddress());  // duplicates are copies, not shared buffers
+}
+
+}  // namespace

@@ -54,7 +54,7 @@ constexpr const char* kPackedEntry = "_mlir__mlir_ciface_main";
 constexpr const char* kPipelineVersion = "pipeline-2";
 
 // Before prepareEntry: one function, each value once.
-const char* kInlinePipeline = "inline,symbol-dce,canonicalize,cse,canonicalize";
+const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 
 const char* kPipeline =
     "convert-elementwise-to-linalg,"
@@ -167,9 +167,45 @@ class DumpInstrumentation : public mlir::PassInstrumentation {
   int index_ = 0;
 };
 
+/// Private functions return each value once (buffer-results-to-out-params crashes on
+/// duplicates); call sites reuse the one result.
+void dedupeCalleeResults(mlir::ModuleOp module) {
+  mlir::OpBuilder b(module.getContext());
+  std::vector<mlir::func::FuncOp> functions(module.getOps<mlir::func::FuncOp>().begin(),
+                                            module.getOps<mlir::func::FuncOp>().end());
+  for (mlir::func::FuncOp fn : functions) {
+    if (fn.getSymName() == kEntry || fn.isExternal()) continue;
+    auto ret = mlir::cast<mlir::func::ReturnOp>(fn.getBody().front().getTerminator());
+    std::vector<size_t> slot(ret.getNumOperands());
+    std::vector<mlir::Value> unique;
+    for (size_t i = 0; i < ret.getNumOperands(); ++i) {
+      auto it = std::find(unique.begin(), unique.end(), ret.getOperand(i));
+      slot[i] = static_cast<size_t>(it - unique.begin());
+      if (it == unique.end()) unique.push_back(ret.getOperand(i));
+    }
+    if (unique.size() == ret.getNumOperands()) continue;
+    std::vector<mlir::Type> types;
+    for (mlir::Value v : unique) types.push_back(v.getType());
+    ret->setOperands(unique);
+    fn.setType(b.getFunctionType(fn.getArgumentTypes(), types));
+    fn.removeResAttrsAttr();
+    std::vector<mlir::func::CallOp> calls;
+    module.walk([&](mlir::func::CallOp call) {
+      if (call.getCallee() == fn.getSymName()) calls.push_back(call);
+    });
+    for (mlir::func::CallOp call : calls) {
+      b.setInsertionPoint(call);
+      auto replacement = mlir::func::CallOp::create(b, call.getLoc(), fn, call.getOperands());
+      for (size_t i = 0; i < slot.size(); ++i) call.getResult(i).replaceAllUsesWith(replacement.getResult(slot[i]));
+      call.erase();
+    }
+  }
+}
+
 /// @main as traced -> the entry the runtime calls: C interface, donated arguments written in
 /// place (materialize_in_destination into the argument), others read-only.
 std::vector<int32_t> prepareEntry(mlir::ModuleOp module, const Signature& signature) {
+  dedupeCalleeResults(module);
   auto main = module.lookupSymbol<mlir::func::FuncOp>(kEntry);
   mlir::OpBuilder b(module.getContext());
   main->setAttr("llvm.emit_c_interface", b.getUnitAttr());
@@ -201,7 +237,7 @@ std::vector<int32_t> prepareEntry(mlir::ModuleOp module, const Signature& signat
   if (unique.size() != ret.getNumOperands()) {
     ret->setOperands(unique);
     main.setType(b.getFunctionType(main.getArgumentTypes(), types));
-    for (size_t i = 0; i < unique.size(); ++i) main.setResultAttrs(i, mlir::DictionaryAttr::get(b.getContext()));
+    main.removeResAttrsAttr();
   }
   return alias;
 }
