@@ -303,3 +303,18 @@ TEST_F(Cache, TraceFileIsPerfettoJson) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Cache, TraceFromEnvironmentIsWrittenAtExit) {
+  const std::string path = dir + ".env-trace.json";
+  ASSERT_EQ(run("RADIX_TRACE=" + path + " RADIX_CACHE_DIR=" + dir + " " + RADIX_MLP_PATH + " > /dev/null"), 0);
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  std::set<std::string> names;
+  for (const auto& e : doc.at("traceEvents")) names.insert(e.at("name").get<std::string>());
+  for (const char* n : {"trace", "compile", "compile.llvm", "cache.store", "exe.call"}) EXPECT_TRUE(names.count(n)) << n;
+  fs::remove(path);
+}
+
+}  // namespace
