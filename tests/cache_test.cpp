@@ -318,3 +318,20 @@ TEST_F(Cache, TraceFromEnvironmentIsWrittenAtExit) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Cache, TargetOverridesChangeTheKeyAndStillRun) {
+  compileNN();
+  radix::CompileOptions generic = platform.options();
+  generic.targetCpu = "x86-64";
+  generic.targetFeatures = "+sse2";
+  platform = platform.withOptions(generic);
+  auto exe = compileNN();
+  EXPECT_FALSE(exe.fromCache());
+  EXPECT_EQ(radix::listCache(dir).size(), 2u);
+  radix::testing::expectClose(exe(nn, x), {20, 0, 0}, 0);
+  EXPECT_TRUE(compileNN().fromCache());
+}
+
+}  // namespace

@@ -83,3 +83,51 @@ TEST(Foundation, OpsOutsideCompileAreAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+enum class Act { relu, tanh };
+
+struct Block {
+  radix::Tensor w;
+  std::optional<radix::Tensor> bias;
+};
+
+struct Model {
+  std::vector<Block> blocks;
+  std::pair<radix::Tensor, int> scale;  // a tensor and a compile-time integer
+  Act act;
+  std::string name;
+};
+
+radix::Tensor runModel(const Model& m, const radix::Tensor& x) {
+  radix::Tensor y = x;
+  for (const Block& b : m.blocks) {
+    y = b.w.mul(y);
+    if (b.bias) y = y.add(*b.bias);
+    y = m.act == Act::relu ? y.relu() : y.tanh();
+  }
+  return y.mul(m.scale.first).mulConstant(m.scale.second);
+}
+
+TEST(Foundation, ArgumentStructuresAndFreeFunctions) {
+  radix::Platform cpu = radix::Platform::cpu();
+  auto t = [&](std::vector<float> v) { return radix::Tensor::fromValues(cpu, radix::Shape({3}, radix::DType::f32), v); };
+  Model m{{Block{t({1, -2, 3}), t({1, 1, 1})}, Block{t({2, 2, 2}), std::nullopt}},
+          {t({1, 10, 100}), 2}, Act::relu, "toy"};
+  radix::Tensor x = t({1, 1, -1});
+  radix::Exe exe = radix::compile(cpu, &runModel, m, x);  // a free function with const-reference parameters
+  EXPECT_EQ(exe.signature().argShapes.size(), 5u);        // 3 weights, the scale, x
+  // relu([1,-2,-3] + 1) = [2,0,0]; relu(2 * that) = [4,0,0]; * [1,10,100] * 2
+  radix::testing::expectClose(exe(m, x), {8, 0, 0}, 0);
+  Model other = m;
+  other.blocks.pop_back();
+  try {
+    exe(other, x);
+    FAIL() << "expected radix::Error";
+  } catch (const radix::Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("[exe] non-Tensor arguments", 0), 0u) << e.what();
+  }
+}
+
+}  // namespace

@@ -89,8 +89,8 @@ Target hostTarget(const CompileOptions& options) {
   Target t;
   t.triple = llvm::sys::getProcessTriple();
   t.cpu = options.targetCpu.empty() ? std::string(llvm::sys::getHostCPUName()) : options.targetCpu;
-  if (!options.targetFeatures.empty()) {
-    t.features = options.targetFeatures;
+  if (!options.targetFeatures.empty() || !options.targetCpu.empty()) {
+    t.features = options.targetFeatures;  // an overridden CPU brings its own default features
   } else {
     std::vector<std::string> on;
     for (auto& f : llvm::sys::getHostCPUFeatures())
