@@ -51,7 +51,7 @@ constexpr const char* kEntry = "main";
 constexpr const char* kPackedEntry = "_mlir__mlir_ciface_main";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-2";
+constexpr const char* kPipelineVersion = "pipeline-3";
 
 // Before prepareEntry: one function, each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -63,7 +63,8 @@ const char* kPipeline =
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
     "buffer-deallocation-pipeline,convert-bufferization-to-memref,func.func(convert-linalg-to-loops),"
     "lower-affine,convert-scf-to-cf,canonicalize,expand-strided-metadata,lower-affine,"
-    "func.func(arith-expand{include-bf16}),finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
+    "func.func(math-extend-to-supported-types{target-type=f32}),"
+    "func.func(arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}),func.func(arith-expand{include-bf16}),finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
     "convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,convert-index-to-llvm,"
     "convert-ub-to-llvm,reconcile-unrealized-casts";
 

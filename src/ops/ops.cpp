@@ -285,6 +285,19 @@ Tensor reduce(const Tensor& a, Axis axis, Reduce kind, const char* op, const std
   return c.wrap(r, out);
 }
 
+/// Runs the ops a composite op is built from, renaming their errors after the op the user called:
+/// "[maximum] ..." from relu becomes "[relu] ...".
+template <class F>
+Tensor renamingErrors(const char* op, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    const size_t end = what.find("] ");
+    throw opError(op, end == std::string::npos ? what : what.substr(end + 2));
+  }
+}
+
 }  // namespace
 
 Tensor Tensor::add(const Tensor& o, Loc l) const { return binary(*this, o, Binary::add, "add", l); }
@@ -306,13 +319,15 @@ Tensor Tensor::cos(Loc l) const { return unary(*this, Unary::cos, "cos", l); }
 
 Tensor Tensor::relu(Loc l) const {
   if (dtype() == DType::bool_) throw opError("relu", "bool tensors have no arithmetic: " + shape_.str());
-  return maximum(scalar(0, dtype(), l), l);
+  return renamingErrors("relu", [&] { return maximum(scalar(0, dtype(), l), l); });
 }
 
 Tensor Tensor::sigmoid(Loc l) const {
   if (!isFloat(dtype())) throw opError("sigmoid", "needs a float tensor, got " + shape_.str());
-  Tensor one = scalar(1, dtype(), l);
-  return one.div(one.add(neg(l).exp(l), l), l);
+  return renamingErrors("sigmoid", [&] {
+    Tensor one = scalar(1, dtype(), l);
+    return one.div(one.add(neg(l).exp(l), l), l);
+  });
 }
 
 Tensor Tensor::convert(DType to, Loc l) const {
@@ -333,8 +348,12 @@ Tensor Tensor::constant(const Shape& shape, double value, Loc l) {
   return c.wrap(splat(c, c.loc(l, "constant"), shape, value), shape);
 }
 
-Tensor Tensor::addConstant(double v, Loc l) const { return add(scalar(v, dtype(), l), l); }
-Tensor Tensor::mulConstant(double v, Loc l) const { return mul(scalar(v, dtype(), l), l); }
+Tensor Tensor::addConstant(double v, Loc l) const {
+  return renamingErrors("addConstant", [&] { return add(scalar(v, dtype(), l), l); });
+}
+Tensor Tensor::mulConstant(double v, Loc l) const {
+  return renamingErrors("mulConstant", [&] { return mul(scalar(v, dtype(), l), l); });
+}
 
 Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contracting,
                           const std::vector<AxisPair>& batching, Loc l) const {
@@ -439,7 +458,7 @@ Tensor Tensor::dot(const Tensor& rhs, const std::vector<Tag>& contracting, Loc l
     if (std::find(contracting.begin(), contracting.end(), t) != contracting.end()) continue;
     batch.emplace_back(t, t);
   }
-  return dotGeneral(rhs, contract, batch, l);
+  return renamingErrors("dot", [&] { return dotGeneral(rhs, contract, batch, l); });
 }
 
 Tensor Tensor::broadcast(const Shape& target, const std::vector<int64_t>& axes, Loc l) const {
@@ -483,7 +502,7 @@ Tensor Tensor::broad(const Shape& target, Loc l) const {
   } else {
     for (int64_t i = 0; i < rank(); ++i) axes.push_back(target.rank() - rank() + i);
   }
-  return broadcast(target, axes, l);
+  return renamingErrors(op, [&] { return broadcast(target, axes, l); });
 }
 
 Tensor Tensor::reshape(const std::vector<int64_t>& dims, Loc l) const {

@@ -312,3 +312,10 @@ std::string Tensor::str() const {
 }
 
 }  // namespace radix
+
+// LLVM promotes bf16 values through f32 on CPUs without native bf16 and then calls this
+// libgcc/compiler-rt helper, which Debian 12's GCC 12 runtime lacks. JIT-ed and cached code
+// resolve it from the process, so libradix exports it (round to nearest even).
+extern "C" __attribute__((visibility("default"), weak)) __bf16 __truncsfbf2(float f) {
+  return std::bit_cast<__bf16>(radix::detail::floatToBf16(f));
+}
