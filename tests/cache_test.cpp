@@ -335,3 +335,47 @@ TEST_F(Cache, TargetOverridesChangeTheKeyAndStillRun) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Cache, ThreadCountSelectsOpenMpLoopsWithEqualResults) {
+  std::vector<float> a(129 * 67), b(67 * 33);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 17) - 8;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 13) - 6;
+  const radix::Platform host = radix::Platform::cpu();
+  Tensor ta = Tensor::fromValues(host, Shape({129, 67}, DType::f32), a);
+  Tensor tb = Tensor::fromValues(host, Shape({67, 33}, DType::f32), b);
+  auto fn = [](Tensor a, Tensor b) { return a.dotGeneral(b, {{1, 0}}, {}).relu().sum(1); };
+  auto run = [&](int threads, const std::string& dump) {
+    radix::CompileOptions o;
+    o.cache = false;
+    o.threads = threads;
+    o.dumpDir = dump;
+    o.dumpPasses = true;
+    o.dumpPassRegex = "openmp|linalg-to";
+    return radix::compile(host.withOptions(o), fn, ta, tb)(ta, tb).toVector<float>();
+  };
+  const std::vector<float> serial = run(1, dir + "/serial"), parallel = run(2, dir + "/parallel");
+  EXPECT_EQ(serial, parallel);  // integers in f32: exact either way
+  std::vector<float> expected(129, 0);
+  for (int i = 0; i < 129; ++i)
+    for (int j = 0; j < 33; ++j) {
+      float acc = 0;
+      for (int k = 0; k < 67; ++k) acc += a[i * 67 + k] * b[k * 33 + j];
+      expected[i] += std::max(acc, 0.f);
+    }
+  EXPECT_EQ(serial, expected);
+  auto sawOpenMp = [](const std::string& root) {
+    for (const auto& e : fs::recursive_directory_iterator(root))
+      if (e.path().filename().string().find("convert-scf-to-openmp") != std::string::npos) {
+        std::ifstream in(e.path());
+        std::string text(std::istreambuf_iterator<char>(in), {});
+        return text.find("omp.parallel") != std::string::npos && text.find("num_threads") != std::string::npos;
+      }
+    return false;
+  };
+  EXPECT_TRUE(sawOpenMp(dir + "/parallel"));
+  EXPECT_FALSE(sawOpenMp(dir + "/serial"));
+}
+
+}  // namespace

@@ -41,7 +41,8 @@ struct CompileOptions {
   /// cache can be shared by machines of one kind.
   std::string targetCpu;
   std::string targetFeatures;
-  /// Threads for compiled code; 0 means one per core.
+  /// Threads for compiled code: 1 runs serial loops; 0 (default) lets OpenMP use one per core
+  /// (or $OMP_NUM_THREADS); N > 1 splits each op's outer parallel loops over N threads.
   int threads = 0;
   /// MLIR passes run on the tensor-level IR after inlining, before bufferization, in
   /// mlir-opt's syntax without builtin.module(...): "func.func(linalg-generalize-named-ops)".

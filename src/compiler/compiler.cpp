@@ -29,6 +29,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -51,22 +52,38 @@ constexpr const char* kEntry = "main";
 constexpr const char* kPackedEntry = "_mlir__mlir_ciface_main";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-3";
+constexpr const char* kPipelineVersion = "pipeline-4";
 
 // Before prepareEntry: one function, each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 
-const char* kPipeline =
-    "convert-elementwise-to-linalg,"
-    "func.func(linalg-fuse-elementwise-ops),canonicalize,eliminate-empty-tensors,"
-    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-    "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
-    "buffer-deallocation-pipeline,convert-bufferization-to-memref,func.func(convert-linalg-to-loops),"
-    "lower-affine,convert-scf-to-cf,canonicalize,expand-strided-metadata,lower-affine,"
-    "func.func(math-extend-to-supported-types{target-type=f32}),"
-    "func.func(arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}),func.func(arith-expand{include-bf16}),finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,"
-    "convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,convert-index-to-llvm,"
-    "convert-ub-to-llvm,reconcile-unrealized-casts";
+// Tensors -> buffers -> loops -> LLVM. With threads != 1, the outer parallel loops of each
+// linalg op become OpenMP work-sharing loops (libomp).
+std::string loweringPipeline(int threads) {
+  const bool parallel = threads != 1;
+  std::string p =
+      "convert-elementwise-to-linalg,"
+      "func.func(linalg-fuse-elementwise-ops),canonicalize,eliminate-empty-tensors,"
+      "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+      "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
+      "buffer-deallocation-pipeline,convert-bufferization-to-memref,";
+  if (parallel) {
+    p += "func.func(convert-linalg-to-parallel-loops),lower-affine,convert-scf-to-openmp{num-threads=" +
+         std::to_string(std::max(threads, 0)) + "},canonicalize,";
+  } else {
+    p += "func.func(convert-linalg-to-loops),lower-affine,convert-scf-to-cf,canonicalize,";
+  }
+  p += "expand-strided-metadata,lower-affine,"
+       "func.func(math-extend-to-supported-types{target-type=f32}),"
+       "func.func(arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}),"
+       "func.func(arith-expand{include-bf16}),finalize-memref-to-llvm,";
+  // alloca_scope regions made by scf-to-openmp must reach LLVM before scf becomes cf.
+  if (parallel) p += "convert-scf-to-cf,";
+  p += "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-cf-to-llvm,";
+  if (parallel) p += "convert-openmp-to-llvm,";
+  p += "convert-func-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts";
+  return p;
+}
 
 void initLlvmOnce() {
   static std::once_flag once;
@@ -303,6 +320,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
     mlir::registerAllExtensions(registry);
     mlir::registerBuiltinDialectTranslation(registry);
     mlir::registerLLVMDialectTranslation(registry);
+    mlir::registerOpenMPDialectTranslation(registry);
     ctx->appendDialectRegistry(registry);
   }
   registerPassesOnce();
@@ -336,7 +354,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
       }
     }
     mlir::PassManager pm(ctx);
-    if (mlir::failed(mlir::parsePassPipeline(kPipeline, pm)))
+    if (mlir::failed(mlir::parsePassPipeline(loweringPipeline(options.threads), pm)))
       throw Error("[compile] internal error: bad pass pipeline: " + diagnostics);
     const char* passEnv = std::getenv("RADIX_DUMP_PASSES");
     const bool everyPass = options.dumpPasses || passEnv != nullptr;
