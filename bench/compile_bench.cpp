@@ -13,27 +13,13 @@
 #include <unistd.h>
 
 #include "gpt2.h"
+#include "mlp/mlp.h"
 
 namespace {
 
 using radix::DType;
 using radix::Shape;
 using radix::Tensor;
-
-struct Layer {
-  Tensor w, b;
-  Tensor forward(Tensor x) const {
-    Tensor wx = w.dotGeneral(x, {{-1, 0}}, {});
-    return wx.add(b.broad(wx.shape())).relu();
-  }
-};
-struct NN {
-  std::array<Layer, 3> layers;
-  Tensor forward(Tensor x) const {
-    for (const Layer& layer : layers) x = layer.forward(x);
-    return x;
-  }
-};
 
 double millis(const std::function<void()>& f) {
   auto start = std::chrono::steady_clock::now();
@@ -72,11 +58,8 @@ int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
   std::printf("radix compile, median of %d runs (warm = filled on-disk cache, goal < 50 ms for GPT-2)\n", runs);
   measure("3-layer NN {2}:f16", [](const radix::Platform& p) {
-    auto t = [](Shape s) { return Tensor(s); };
-    NN nn{{Layer{t(Shape({2, 2}, DType::f16)), t(Shape({2}, DType::f16))},
-           Layer{t(Shape({2, 2}, DType::f16)), t(Shape({2}, DType::f16))},
-           Layer{t(Shape({3, 2}, DType::f16)), t(Shape({3}, DType::f16))}}};
-    return radix::compile(p, &NN::forward, nn, t(Shape({2}, DType::f16))).fromCache();
+    const mlp::MLP nn = mlp::placeholders(DType::f16);
+    return radix::compile(p, &mlp::MLP::forwardInline, nn, Tensor(Shape({2}, DType::f16))).fromCache();
   }, runs);
   const gpt2::Model model = gpt2::placeholders(12);
   const Tensor tokens(Shape({128, 768}, DType::f32).withTags({"s", "d"}));

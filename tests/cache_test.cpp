@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "compiler/cache.h"
+#include "mlp/mlp.h"
 
 namespace fs = std::filesystem;
 
@@ -21,31 +22,6 @@ namespace {
 using radix::DType;
 using radix::Shape;
 using radix::Tensor;
-
-struct Layer {
-  Tensor w, b;
-  Tensor forward(Tensor x) const {
-    Tensor wx = w.dotGeneral(x, {{-1, 0}}, {});
-    return wx.add(b.broad(wx.shape())).relu();
-  }
-};
-
-struct NN {
-  std::array<Layer, 3> layers;
-  Tensor forward(Tensor x) const {
-    for (const Layer& layer : layers) x = radix::call(layer, &Layer::forward, x);
-    return x;
-  }
-};
-
-NN makeNN() {
-  auto t = [](Shape s, std::vector<float> v) { return Tensor::fromValues(radix::Platform::cpu(), s, v); };
-  return NN{{
-      Layer{t(Shape({2, 2}, DType::f32), {1, -1, 0, 1}), t(Shape({2}, DType::f32), {0, 0})},
-      Layer{t(Shape({2, 2}, DType::f32), {1, 2, 1, -1}), t(Shape({2}, DType::f32), {10, 10})},
-      Layer{t(Shape({3, 2}, DType::f32), {1, 2, 0, 1, -1, 0}), t(Shape({3}, DType::f32), {-10, -10, -10})},
-  }};
-}
 
 /// A fresh folder per test, removed afterwards.
 class Cache : public ::testing::Test {
@@ -60,7 +36,7 @@ class Cache : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir); }
 
-  radix::Exe<Tensor> compileNN() { return radix::compile(platform, &NN::forward, nn, x); }
+  radix::Exe<Tensor> compileNN() { return radix::compile(platform, &mlp::MLP::forward, nn, x); }
   fs::path onlyEntry() {
     auto entries = radix::listCache(dir);
     EXPECT_EQ(entries.size(), 1u);
@@ -69,8 +45,8 @@ class Cache : public ::testing::Test {
 
   std::string dir;
   radix::Platform platform = radix::Platform::cpu();
-  NN nn = makeNN();
-  Tensor x = Tensor::fromValues(radix::Platform::cpu(), Shape({2}, DType::f32), {-1, 1});
+  mlp::MLP nn = mlp::example(radix::Platform::cpu());
+  Tensor x = mlp::input(radix::Platform::cpu());
 };
 
 TEST_F(Cache, SecondCompileLoadsWithoutCompiling) {
@@ -88,7 +64,7 @@ TEST_F(Cache, SecondCompileLoadsWithoutCompiling) {
   EXPECT_TRUE(fs::exists(entry / "module.mlir"));
   EXPECT_TRUE(fs::exists(entry / "entry.o"));
   EXPECT_TRUE(fs::exists(entry / "meta.json"));
-  EXPECT_EQ(entry.filename().string().rfind("NN_", 0), 0u);
+  EXPECT_EQ(entry.filename().string().rfind("MLP_", 0), 0u);
 }
 
 TEST_F(Cache, OptionsThatChangeCodeChangeTheKey) {
@@ -212,7 +188,7 @@ TEST_F(Cache, CommandLineListsAndClears) {
   ASSERT_EQ(run(cli + " cache ls " + dir + " > " + out), 0);
   std::ifstream in(out);
   std::string listing(std::istreambuf_iterator<char>(in), {});
-  EXPECT_NE(listing.find("cpu/NN_"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("cpu/MLP_"), std::string::npos) << listing;
   EXPECT_NE(listing.find("1 entries"), std::string::npos) << listing;
   EXPECT_NE(listing.find("KiB"), std::string::npos) << listing;
   ASSERT_EQ(run(cli + " cache clear " + dir + " > " + out), 0);
@@ -237,7 +213,7 @@ TEST_F(Cache, DumpsModuleWithLocationsAndSelectedPasses) {
   ASSERT_EQ(modules.size(), 1u);
   std::ifstream in(modules[0]);
   std::string text(std::istreambuf_iterator<char>(in), {});
-  EXPECT_NE(text.find("cache_test.cpp"), std::string::npos) << "locations point at the user's source";
+  EXPECT_NE(text.find("examples/mlp/mlp.h\":13:"), std::string::npos) << "locations point at the user's line:\n" << text;
   EXPECT_NE(text.find("\"dotGeneral\""), std::string::npos);
   std::set<std::string> passes;
   for (const auto& e : fs::directory_iterator(modules[0].parent_path() / "passes")) passes.insert(e.path().filename().string());
@@ -275,7 +251,7 @@ TEST_F(Cache, SlowCompilesLogTheirPhases) {
   compileNN();
   const std::string log = ::testing::internal::GetCapturedStderr();
   unsetenv("RADIX_COMPILE_LOG_SECONDS");
-  for (const char* phase : {"radix: compiled NN in", "trace", "canonicalize", "lower", "llvm", "load"})
+  for (const char* phase : {"radix: compiled MLP in", "trace", "canonicalize", "lower", "llvm", "load"})
     EXPECT_NE(log.find(phase), std::string::npos) << log;
 }
 

@@ -5,6 +5,8 @@
 
 #include <regex>
 
+#include "mlp/mlp.h"
+
 namespace {
 
 using radix::DType;
@@ -32,40 +34,12 @@ std::string errorOf(F&& f) {
 
 // ---- FnCache ----
 
-struct Layer {
-  Tensor w, b;
-  Tensor forward(Tensor x) const {
-    Tensor wx = w.dotGeneral(x, {{-1, 0}}, {});
-    return wx.add(b.broad(wx.shape())).relu();
-  }
-};
-
-struct NN {
-  std::array<Layer, 3> layers;
-  Tensor forward(Tensor x) const {
-    for (const Layer& layer : layers) x = radix::call(layer, &Layer::forward, x);
-    return x;
-  }
-  Tensor forwardRef(Tensor x) const {
-    for (const Layer& layer : layers) x = layer.forward(x);
-    return x;
-  }
-};
-
-NN makeNN() {
-  return NN{{
-      Layer{f16(Shape({2, 2}, DType::f16), {1, -1, 0, 1}), f16(Shape({2}, DType::f16), {0, 0})},
-      Layer{f16(Shape({2, 2}, DType::f16), {1, 2, 1, -1}), f16(Shape({2}, DType::f16), {10, 10})},
-      Layer{f16(Shape({3, 2}, DType::f16), {1, 2, 0, 1, -1, 0}), f16(Shape({3}, DType::f16), {-10, -10, -10})},
-  }};
-}
-
 TEST(Module, FnCache) {
-  NN nn = makeNN();
-  Tensor x = f16(Shape({2}, DType::f16), {-1, 1});
-  radix::Exe exe = radix::compile(cpu(), &NN::forward, nn, x);
+  mlp::MLP nn = mlp::example(cpu(), DType::f16);
+  Tensor x = mlp::input(cpu(), DType::f16);
+  radix::Exe exe = radix::compile(cpu(), &mlp::MLP::forward, nn, x);
   Tensor res = exe(nn, x);
-  Tensor expected = radix::testing::compileAndCall(cpu(), &NN::forwardRef, nn, x);
+  Tensor expected = radix::testing::compileAndCall(cpu(), &mlp::MLP::forwardInline, nn, x);
   radix::testing::expectClose(res, expected, 1e-4);
   radix::testing::expectClose(res, {20, 0, 0}, 1e-3);
   // Layers 0 and 1 share one function; layer 2 has another shape.
@@ -330,9 +304,9 @@ TEST(Module, TracedTensorFromAnotherCompilationIsAnError) {
 }
 
 TEST(Module, WrongArgumentStructureAtCallTime) {
-  NN nn = makeNN();
-  Tensor x = f16(Shape({2}, DType::f16), {-1, 1});
-  radix::Exe exe = radix::compile(cpu(), &NN::forward, nn, x);
+  mlp::MLP nn = mlp::example(cpu(), DType::f16);
+  Tensor x = mlp::input(cpu(), DType::f16);
+  radix::Exe exe = radix::compile(cpu(), &mlp::MLP::forward, nn, x);
   EXPECT_EQ(errorOf([&] { exe(nn.layers[0], x); }).rfind("[exe] argument structure differs", 0), 0u);
   EXPECT_EQ(errorOf([&] { exe(nn, f16(Shape({3}, DType::f16), {1, 2, 3})); }).rfind("[exe] tensor argument 6 is {3}:f16, compiled for {2}:f16", 0), 0u);
   EXPECT_EQ(errorOf([&] { exe(nn, Tensor(Shape({2}, DType::f16))); }).rfind("[exe] tensor argument 6 {2}:f16 is not bound", 0), 0u);
