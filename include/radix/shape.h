@@ -21,7 +21,9 @@ class Tag {
   Tag(const char* name) : Tag(std::string_view(name)) {}  // NOLINT
   /// The text of the tag; "" for the empty tag.
   std::string_view name() const { return name_ ? std::string_view(name_) : std::string_view(); }
+  /// True for the empty (absent) tag.
   bool empty() const { return name_ == nullptr; }
+  /// Interned tags compare by pointer.
   friend bool operator==(Tag a, Tag b) { return a.name_ == b.name_; }
 
  private:
@@ -41,8 +43,11 @@ class Axis {
   Axis(int index) : index_(index) {}      // NOLINT
   Axis(Tag tag) : tag_(tag) {}            // NOLINT
   Axis(const char* tag) : tag_(tag) {}    // NOLINT
+  /// True when the axis is given by tag.
   bool isTag() const { return !tag_.empty(); }
+  /// The position given (meaningful when !isTag()).
   int64_t index() const { return index_; }
+  /// The tag given (empty when given by position).
   Tag tag() const { return tag_; }
   /// "-1" or "\"d\"", for error messages.
   std::string str() const;
@@ -71,6 +76,7 @@ class Shape {
   int64_t dim(Axis axis) const;
   /// All sizes: {2,3}.dims() -> {2, 3}
   std::vector<int64_t> dims() const { return {dims_.begin(), dims_.begin() + rank_}; }
+  /// Element type: {2}:f16 .dtype() -> DType::f16
   DType dtype() const { return dtype_; }
   /// Number of elements (1 for a scalar).
   int64_t count() const;
@@ -82,8 +88,8 @@ class Shape {
   int64_t axis(Axis axis, std::string_view op = "axis") const;
   /// Index of `tag`, or -1: {b=2,d=8}.hasTag("d") -> 1
   int64_t hasTag(Tag tag) const;
-  /// Tag of an axis; empty when untagged.
-  Tag tag(int64_t index) const { return tags_.at(static_cast<size_t>(index)); }
+  /// Tag of an axis by index (negative from the end); empty when untagged: {b=2,8}.tag(0) -> "b"
+  Tag tag(int64_t index) const;
   /// True if any axis carries a tag.
   bool isTagged() const;
 
@@ -105,6 +111,7 @@ class Shape {
   /// {b=2,s=8,d=64}:f32; untagged axes print as their size: {2,8}:f16
   std::string str() const;
 
+  /// Equal dims, dtype, tags and sharding flags.
   friend bool operator==(const Shape& a, const Shape& b);
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
   /// Same dims and dtype, ignoring tags and sharding.

@@ -53,7 +53,9 @@ class Tensor {
 
   /// The shape: dims, dtype, tags, sharding.
   const Shape& shape() const { return shape_; }
+  /// Element type of the shape.
   DType dtype() const { return shape_.dtype(); }
+  /// Number of axes: {2,3} -> 2
   int64_t rank() const { return shape_.rank(); }
   /// Size of one axis: t.dim("d")
   int64_t dim(Axis axis) const { return shape_.dim(axis); }

@@ -80,6 +80,8 @@ int64_t Shape::axis(Axis a, std::string_view op) const {
 
 int64_t Shape::dim(Axis a) const { return dims_[axis(a, "dim")]; }
 
+Tag Shape::tag(int64_t index) const { return tags_[axis(index, "tag")]; }
+
 Shape Shape::withDtype(DType dtype) const {
   Shape s = *this;
   s.dtype_ = dtype;
