@@ -122,10 +122,8 @@ Shape binaryShape(const char* op, const Shape& a, const Shape& b) {
       throw opError(op, "dims differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
     dims.push_back(std::max(a.dim(i), b.dim(i)));
   }
-  Shape out = a;
   Shape s(dims, a.dtype());
   for (int64_t i = 0; i < a.rank(); ++i) s = s.withTag(i, a.tag(i));
-  (void)out;
   return s;
 }
 
@@ -274,14 +272,12 @@ Tensor reduce(const Tensor& a, Axis axis, Reduce kind, const char* op, const std
                 : s ? mlir::Value(mlir::arith::MaxSIOp::create(b, l, args[0], args[1])) : mlir::arith::MaxUIOp::create(b, l, args[0], args[1]);
         mlir::linalg::YieldOp::create(b, l, r);
       });
-  Shape kept = a.shape().withDtype(acc);
   std::vector<int64_t> keptDims = a.shape().dims();
   keptDims[ax] = 1;
   Shape out(keptDims, d);
   for (int64_t i = 0; i < a.rank(); ++i) out = out.withTag(i, a.shape().tag(i));
   mlir::Value r = reshapeValue(c, loc, reduceOp.getResult(0), reduced, out.withDtype(acc));
   r = convertValue(c, loc, r, acc, d, out.withDtype(acc));
-  (void)kept;
   return c.wrap(r, out);
 }
 

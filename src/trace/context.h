@@ -63,7 +63,6 @@ class TraceContext {
   FunctionEntry& endFunction(const std::vector<const Tensor*>& results, std::shared_ptr<void> resultTemplate);
   void abortFunction();
   std::vector<Tensor> emitCall(const FunctionEntry& entry, const std::vector<const Tensor*>& args);
-  size_t numFunctions() const { return functions_.size(); }
 
  private:
   struct Scope {
