@@ -32,14 +32,15 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void measure(const char* name, const std::function<bool(const radix::Platform&)>& compile, int runs) {
+void measure(const char* name, const std::function<bool(const radix::Platform&)>& compile, int runs, int threads = 0) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("radix-bench-" + std::to_string(getpid()));
-  std::vector<double> cold, warm, traceOnly;
+  std::vector<double> cold, warm;
   for (int i = 0; i < runs; ++i) {
     fs::remove_all(dir);
     radix::CompileOptions options;
     options.cacheDir = dir.string();
+    options.threads = threads;
     radix::Platform platform = radix::Platform::cpu().withOptions(options);
     bool hit = true;
     cold.push_back(millis([&] { hit = compile(platform); }));
@@ -63,8 +64,8 @@ int main(int argc, char** argv) {
   }, runs);
   const gpt2::Model model = gpt2::placeholders(12);
   const Tensor tokens(Shape({128, 768}, DType::f32).withTags({"s", "d"}));
-  measure("GPT-2 124M, 128 tokens", [&](const radix::Platform& p) {
-    return radix::compile(p, &gpt2::Model::forward, model, tokens).fromCache();
-  }, runs);
+  auto gpt = [&](const radix::Platform& p) { return radix::compile(p, &gpt2::Model::forward, model, tokens).fromCache(); };
+  measure("GPT-2 124M, 128 tokens", gpt, runs);
+  measure("  same, serial code", gpt, runs, 1);  // no OpenMP outlining: less LLVM work
   return 0;
 }
