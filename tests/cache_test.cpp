@@ -352,6 +352,16 @@ TEST_F(Cache, ThreadCountSelectsOpenMpLoopsWithEqualResults) {
   };
   EXPECT_TRUE(sawOpenMp(dir + "/parallel"));
   EXPECT_FALSE(sawOpenMp(dir + "/serial"));
+  // Ops too small to pay for a fork-join stay serial loops even with threads.
+  auto tiny = [](Tensor a) { return a.exp().sum(0); };
+  radix::CompileOptions o;
+  o.cache = false;
+  o.threads = 2;
+  o.dumpDir = dir + "/tiny";
+  o.dumpPasses = true;
+  o.dumpPassRegex = "openmp";
+  radix::testing::expectClose(radix::testing::compileAndCall(host.withOptions(o), tiny, Tensor::fromValues(host, Shape({3}, DType::f32), {0, 0, 0})), {3}, 1e-6);
+  EXPECT_FALSE(sawOpenMp(dir + "/tiny"));
 }
 
 }  // namespace

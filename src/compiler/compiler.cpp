@@ -16,6 +16,9 @@
 #include "compiler/cache.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -52,21 +55,24 @@ constexpr const char* kEntry = "main";
 constexpr const char* kPackedEntry = "_mlir__mlir_ciface_main";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-4";
+constexpr const char* kPipelineVersion = "pipeline-5";
 
-// Before prepareEntry: one function, each value once.
+// Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 
-// Tensors -> buffers -> loops -> LLVM. With threads != 1, the outer parallel loops of each
-// linalg op become OpenMP work-sharing loops (libomp).
-std::string loweringPipeline(int threads) {
+// Tensors -> buffers.
+const char* kBufferizePipeline =
+    "convert-elementwise-to-linalg,"
+    "func.func(linalg-fuse-elementwise-ops),canonicalize,eliminate-empty-tensors,"
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
+    "buffer-deallocation-pipeline,convert-bufferization-to-memref";
+
+// Buffers -> loops -> LLVM. With threads != 1, the outer parallel loops of each linalg op
+// become OpenMP work-sharing loops (libomp).
+std::string loopsPipeline(int threads) {
   const bool parallel = threads != 1;
-  std::string p =
-      "convert-elementwise-to-linalg,"
-      "func.func(linalg-fuse-elementwise-ops),canonicalize,eliminate-empty-tensors,"
-      "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
-      "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
-      "buffer-deallocation-pipeline,convert-bufferization-to-memref,";
+  std::string p;
   if (parallel) {
     p += "func.func(convert-linalg-to-parallel-loops),lower-affine,convert-scf-to-openmp{num-threads=" +
          std::to_string(std::max(threads, 0)) + "},canonicalize,";
@@ -83,6 +89,28 @@ std::string loweringPipeline(int threads) {
   if (parallel) p += "convert-openmp-to-llvm,";
   p += "convert-func-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts";
   return p;
+}
+
+// Ops with fewer iterations than this run as serial loops even with threads: a fork-join costs
+// more than the work, and every OpenMP region is more code for LLVM.
+constexpr int64_t kMinParallelIterations = 1 << 15;
+
+void lowerSmallOpsToLoops(mlir::ModuleOp module) {
+  std::vector<mlir::linalg::LinalgOp> small;
+  module.walk([&](mlir::linalg::LinalgOp op) {
+    if (!op.hasPureBufferSemantics()) return;
+    int64_t iterations = 1;
+    for (int64_t range : op.getStaticLoopRanges()) {
+      if (mlir::ShapedType::isDynamic(range)) return;
+      iterations *= range;
+    }
+    if (iterations < kMinParallelIterations) small.push_back(op);
+  });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::linalg::LinalgOp op : small) {
+    rewriter.setInsertionPoint(op);
+    if (mlir::succeeded(mlir::linalg::linalgOpToLoops(rewriter, op))) rewriter.eraseOp(op);
+  }
 }
 
 void initLlvmOnce() {
@@ -145,8 +173,8 @@ std::string errorText(llvm::Error e) {
 /// Writes the IR after each pass (matching a regex) into a folder, and names the failing pass.
 class DumpInstrumentation : public mlir::PassInstrumentation {
  public:
-  DumpInstrumentation(std::string dir, std::string regex, bool everyPass)
-      : dir_(std::move(dir)), regex_(regex.empty() ? ".*" : regex), everyPass_(everyPass) {}
+  DumpInstrumentation(std::string dir, std::string regex, bool everyPass, int& counter)
+      : dir_(std::move(dir)), regex_(regex.empty() ? ".*" : regex), everyPass_(everyPass), index_(counter) {}
   void runAfterPass(mlir::Pass* pass, mlir::Operation* op) override {
     ++index_;
     if (!everyPass_ || dir_.empty()) return;
@@ -182,7 +210,7 @@ class DumpInstrumentation : public mlir::PassInstrumentation {
   std::string dir_;
   std::regex regex_;
   bool everyPass_;
-  int index_ = 0;
+  int& index_;
 };
 
 /// Private functions return each value once (buffer-results-to-out-params crashes on
@@ -338,33 +366,27 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
   std::vector<int32_t> resultAlias;
   {
     TraceEvent lower("compile.lower");
-    mlir::PassManager inliner(ctx);
-    if (mlir::failed(mlir::parsePassPipeline(kInlinePipeline, inliner)) || mlir::failed(inliner.run(*lowered)))
-      throw Error("[compile] internal error: inlining failed: " + diagnostics);
-    resultAlias = prepareEntry(*lowered, signature);
-    if (!options.extraPasses.empty()) {
-      mlir::PassManager extra(ctx);
-      if (mlir::failed(mlir::parsePassPipeline(options.extraPasses, extra)))
-        throw Error("[compile] bad extraPasses pipeline \"" + options.extraPasses + "\": " + diagnostics);
-      auto* dump = new DumpInstrumentation(moduleDumpDir, "", false);
-      extra.addInstrumentation(std::unique_ptr<mlir::PassInstrumentation>(dump));
-      if (mlir::failed(extra.run(*lowered))) {
-        std::string where = dump->failedPath_.empty() ? "set RADIX_DUMP_DIR to keep the IR" : "IR at " + dump->failedPath_;
-        throw Error("[compile] pass " + dump->failedPass_ + " failed (" + where + "):\n" + diagnostics);
-      }
-    }
-    mlir::PassManager pm(ctx);
-    if (mlir::failed(mlir::parsePassPipeline(loweringPipeline(options.threads), pm)))
-      throw Error("[compile] internal error: bad pass pipeline: " + diagnostics);
     const char* passEnv = std::getenv("RADIX_DUMP_PASSES");
     const bool everyPass = options.dumpPasses || passEnv != nullptr;
     const std::string passRegex = !options.dumpPassRegex.empty() ? options.dumpPassRegex : passEnv ? passEnv : "";
-    auto* dump = new DumpInstrumentation(moduleDumpDir, passRegex, everyPass);
-    pm.addInstrumentation(std::unique_ptr<mlir::PassInstrumentation>(dump));
-    if (mlir::failed(pm.run(*lowered))) {
-      std::string where = dump->failedPath_.empty() ? "set RADIX_DUMP_DIR to keep the IR" : "IR at " + dump->failedPath_;
-      throw Error("[compile] pass " + dump->failedPass_ + " failed (" + where + "):\n" + diagnostics);
-    }
+    int passIndex = 0;
+    auto runPipeline = [&](const std::string& text, const char* what) {
+      mlir::PassManager pm(ctx);
+      if (mlir::failed(mlir::parsePassPipeline(text, pm)))
+        throw Error(std::string("[compile] bad ") + what + " pipeline \"" + text + "\": " + diagnostics);
+      auto* dump = new DumpInstrumentation(moduleDumpDir, passRegex, everyPass, passIndex);
+      pm.addInstrumentation(std::unique_ptr<mlir::PassInstrumentation>(dump));
+      if (mlir::failed(pm.run(*lowered))) {
+        std::string where = dump->failedPath_.empty() ? "set RADIX_DUMP_DIR to keep the IR" : "IR at " + dump->failedPath_;
+        throw Error("[compile] pass " + dump->failedPass_ + " failed (" + where + "):\n" + diagnostics);
+      }
+    };
+    runPipeline(kInlinePipeline, "canonicalization");
+    resultAlias = prepareEntry(*lowered, signature);
+    if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
+    runPipeline(kBufferizePipeline, "bufferization");
+    if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
+    runPipeline(loopsPipeline(options.threads), "lowering");
     lowerSeconds = lower.seconds();
   }
 
