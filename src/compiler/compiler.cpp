@@ -16,6 +16,7 @@
 #include "compiler/cache.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
@@ -51,11 +52,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kEntry = "main";
-constexpr const char* kPackedEntry = "_mlir__mlir_ciface_main";
+// @main is renamed in the lowered module: a JIT-ed `main` meets the program's own and LLVM's
+// special treatment of that name.
+constexpr const char* kTracedEntry = "main";
+constexpr const char* kEntry = "radix_entry";
+constexpr const char* kPackedEntry = "_mlir_radix_entry";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-5";
+constexpr const char* kPipelineVersion = "pipeline-6";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -85,10 +89,24 @@ std::string loopsPipeline(int threads) {
        "func.func(arith-expand{include-bf16}),finalize-memref-to-llvm,";
   // alloca_scope regions made by scf-to-openmp must reach LLVM before scf becomes cf.
   if (parallel) p += "convert-scf-to-cf,";
-  p += "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-cf-to-llvm,";
+  // Shapes are static: functions take bare data pointers, not memref descriptors, which keeps
+  // call sites small (SelectionDAG is superlinear in the size of a basic block). Functions are
+  // converted before OpenMP, whose conversion would otherwise convert them with descriptors.
+  p += "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-cf-to-llvm,"
+       "convert-func-to-llvm{use-bare-ptr-memref-call-conv},";
   if (parallel) p += "convert-openmp-to-llvm,";
-  p += "convert-func-to-llvm,convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts";
+  p += "convert-index-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts";
   return p;
+}
+
+// radix::call functions stay functions in the object: LLVM would otherwise inline each call
+// site (12 copies of a transformer block) and spend most of a cold compile on the copies.
+void keepCallsOutOfLine(mlir::ModuleOp module) {
+  mlir::Builder b(module.getContext());
+  module.walk([&](mlir::LLVM::LLVMFuncOp fn) {
+    if (fn.isExternal() || !fn.isPrivate()) return;
+    fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+  });
 }
 
 // Ops with fewer iterations than this run as serial loops even with threads: a fork-join costs
@@ -220,7 +238,7 @@ void dedupeCalleeResults(mlir::ModuleOp module) {
   std::vector<mlir::func::FuncOp> functions(module.getOps<mlir::func::FuncOp>().begin(),
                                             module.getOps<mlir::func::FuncOp>().end());
   for (mlir::func::FuncOp fn : functions) {
-    if (fn.getSymName() == kEntry || fn.isExternal()) continue;
+    if (fn.getSymName() == kTracedEntry || fn.isExternal()) continue;
     auto ret = mlir::cast<mlir::func::ReturnOp>(fn.getBody().front().getTerminator());
     std::vector<size_t> slot(ret.getNumOperands());
     std::vector<mlir::Value> unique;
@@ -252,9 +270,9 @@ void dedupeCalleeResults(mlir::ModuleOp module) {
 /// place (materialize_in_destination into the argument), others read-only.
 std::vector<int32_t> prepareEntry(mlir::ModuleOp module, const Signature& signature) {
   dedupeCalleeResults(module);
-  auto main = module.lookupSymbol<mlir::func::FuncOp>(kEntry);
+  auto main = module.lookupSymbol<mlir::func::FuncOp>(kTracedEntry);
+  main.setSymName(kEntry);
   mlir::OpBuilder b(module.getContext());
-  main->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   std::vector<bool> donated(signature.argShapes.size(), false);
   for (int32_t a : signature.donations)
     if (a >= 0) donated[a] = true;
@@ -387,6 +405,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
     runPipeline(kBufferizePipeline, "bufferization");
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");
+    keepCallsOutOfLine(*lowered);
     lowerSeconds = lower.seconds();
   }
 
@@ -403,7 +422,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
     auto engine = mlir::ExecutionEngine::create(*lowered, eeOptions, std::move(*tm));
     if (!engine) throw Error("[compile] LLVM translation failed: " + errorText(engine.takeError()) + diagnostics);
     result.engine = std::move(*engine);
-    auto fn = result.engine->lookupPacked(std::string("_mlir_ciface_") + kEntry);
+    auto fn = result.engine->lookupPacked(kEntry);
     if (!fn) throw Error("[compile] entry not found after code generation: " + errorText(fn.takeError()));
     result.entry = *fn;
     llvmSeconds = llvmEvent.seconds();

@@ -13,8 +13,8 @@ class ModuleOp;
 
 namespace radix::detail {
 
-/// Packed entry point: one pointer per argument and out-parameter, each pointing to a pointer
-/// to an MLIR memref descriptor {allocated, aligned, offset, sizes[rank], strides[rank]}.
+/// Packed entry point: one pointer per argument and out-parameter, each pointing to that
+/// buffer's data pointer (static shapes, bare-pointer calling convention).
 using PackedEntry = void (*)(void**);
 
 struct CompiledCode {

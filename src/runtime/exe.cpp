@@ -48,22 +48,6 @@ void checkCallStructure(const Signature& signature, const std::type_info& argTyp
 
 namespace {
 
-/// A memref descriptor {allocated, aligned, offset, sizes[rank], strides[rank]} for a dense buffer.
-void appendDescriptor(std::vector<int64_t>& out, void* data, const Shape& shape) {
-  out.push_back(reinterpret_cast<int64_t>(data));
-  out.push_back(reinterpret_cast<int64_t>(data));
-  out.push_back(0);
-  std::vector<int64_t> dims = shape.dims();
-  for (int64_t d : dims) out.push_back(d);
-  int64_t stride = 1;
-  std::vector<int64_t> strides(dims.size());
-  for (size_t i = dims.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= dims[i];
-  }
-  for (int64_t s : strides) out.push_back(s);
-}
-
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(std::string mlir, Signature signature, CompiledCode code)
@@ -103,24 +87,13 @@ class CpuExecutable final : public Executable {
       const int32_t a = sig.donations[r];
       outputs.push_back(a >= 0 ? args[a]->storage : std::make_shared<Storage>(sig.resultShapes[r].byteSize()));
     }
-    std::vector<int64_t> descriptors;
-    std::vector<size_t> offsets;
-    for (size_t a = 0; a < numArgs; ++a) {
-      offsets.push_back(descriptors.size());
-      appendDescriptor(descriptors, args[a]->storage->data, sig.argShapes[a]);
-    }
     const std::vector<int32_t>& alias = code_.resultAlias;
-    for (size_t r = 0; r < outputs.size(); ++r) {
-      if (alias[r] >= 0) continue;
-      offsets.push_back(descriptors.size());
-      appendDescriptor(descriptors, outputs[r]->data, sig.resultShapes[r]);
-    }
-    std::vector<void*> pointers(offsets.size());
-    std::vector<void*> packed(offsets.size());
-    for (size_t i = 0; i < offsets.size(); ++i) {
-      pointers[i] = descriptors.data() + offsets[i];
-      packed[i] = &pointers[i];
-    }
+    std::vector<void*> pointers;
+    for (size_t a = 0; a < numArgs; ++a) pointers.push_back(args[a]->storage->data);
+    for (size_t r = 0; r < outputs.size(); ++r)
+      if (alias[r] < 0) pointers.push_back(outputs[r]->data);
+    std::vector<void*> packed(pointers.size());
+    for (size_t i = 0; i < pointers.size(); ++i) packed[i] = &pointers[i];
     event.arg("argument_bytes", argBytes);
     code_.entry(packed.data());
     for (size_t r = 0; r < outputs.size(); ++r)
