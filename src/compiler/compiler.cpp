@@ -417,7 +417,10 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
     auto tm = jtmb.createTargetMachine();
     if (!tm) throw Error("[compile] no LLVM target machine for " + target.triple + ": " + errorText(tm.takeError()));
     mlir::ExecutionEngineOptions eeOptions;
-    eeOptions.transformer = mlir::makeOptimizingTransformer(static_cast<unsigned>(std::clamp(options.optLevel, 0, 3)), 0, tm->get());
+    // ExecutionEngineOptions holds a function_ref: the transformer must outlive create().
+    std::function<llvm::Error(llvm::Module*)> transformer =
+        mlir::makeOptimizingTransformer(static_cast<unsigned>(std::clamp(options.optLevel, 0, 3)), 0, tm->get());
+    eeOptions.transformer = transformer;
     eeOptions.enableObjectDump = cache.has_value();
     auto engine = mlir::ExecutionEngine::create(*lowered, eeOptions, std::move(*tm));
     if (!engine) throw Error("[compile] LLVM translation failed: " + errorText(engine.takeError()) + diagnostics);
