@@ -59,7 +59,7 @@ constexpr const char* kEntry = "radix_entry";
 constexpr const char* kPackedEntry = "_mlir_radix_entry";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-6";
+constexpr const char* kPipelineVersion = "pipeline-7";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -67,7 +67,7 @@ const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 // Tensors -> buffers.
 const char* kBufferizePipeline =
     "convert-elementwise-to-linalg,"
-    "func.func(linalg-fuse-elementwise-ops),canonicalize,eliminate-empty-tensors,"
+    "func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
     "buffer-deallocation-pipeline,convert-bufferization-to-memref";
