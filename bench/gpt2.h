@@ -77,10 +77,11 @@ struct Model {
   }
 };
 
-/// Shape-only weights for `layers` blocks.
-inline Model placeholders(int64_t layers, int64_t d = 768, int64_t heads = 12, int64_t vocab = 50257) {
-  auto t = [](std::vector<int64_t> dims, std::initializer_list<radix::Tag> tags) {
-    return Tensor(Shape(dims, DType::f32).withTags(tags));
+/// A model whose weights come from `make(shape)`: Tensor(shape) for placeholders, or buffers.
+template <class Make>
+Model build(const Make& make, int64_t layers, int64_t d = 768, int64_t heads = 12, int64_t vocab = 50257) {
+  auto t = [&](std::vector<int64_t> dims, std::initializer_list<radix::Tag> tags) {
+    return make(Shape(dims, DType::f32).withTags(tags));
   };
   auto ln = [&] { return LayerNorm{t({d}, {"d"}), t({d}, {"d"})}; };
   auto lin = [&](int64_t i, int64_t o, radix::Tag out) { return Linear{t({i, o}, {"d", out}), t({o}, {out})}; };
@@ -91,6 +92,11 @@ inline Model placeholders(int64_t layers, int64_t d = 768, int64_t heads = 12, i
   m.lnf = ln();
   m.wte = t({vocab, d}, {"v", "d"});
   return m;
+}
+
+/// Shape-only weights for `layers` blocks of GPT-2 small.
+inline Model placeholders(int64_t layers) {
+  return build([](const Shape& s) { return Tensor(s); }, layers);
 }
 
 }  // namespace gpt2

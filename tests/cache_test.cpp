@@ -365,3 +365,37 @@ TEST_F(Cache, ThreadCountSelectsOpenMpLoopsWithEqualResults) {
 }
 
 }  // namespace
+
+#include "gpt2.h"
+
+namespace {
+
+TEST_F(Cache, CachedTransformerComputesWhatTheColdOneDid) {
+  // A small GPT-2-shaped model with real weights: several radix::call functions, softmax,
+  // layer norm and attention, loaded back from the cache and run again.
+  uint64_t seed = 12345;
+  auto make = [&](const Shape& s) {
+    std::vector<float> v(static_cast<size_t>(s.count()));
+    for (float& x : v) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      x = static_cast<float>(static_cast<int64_t>(seed >> 40) % 1000) / 4000.0f;
+    }
+    return Tensor::fromValues(radix::Platform::cpu(), s, v);
+  };
+  const gpt2::Model model = gpt2::build(make, 2, 32, 4, 50);
+  const Tensor tokens = make(Shape({5, 32}, DType::f32).withTags({"s", "d"}));
+  auto cold = radix::compile(platform, &gpt2::Model::forward, model, tokens);
+  auto warm = radix::compile(platform, &gpt2::Model::forward, model, tokens);
+  ASSERT_FALSE(cold.fromCache());
+  ASSERT_TRUE(warm.fromCache());
+  const std::vector<float> a = cold(model, tokens).toVector<float>(), b = warm(model, tokens).toVector<float>();
+  ASSERT_EQ(a.size(), 5u * 50u);
+  EXPECT_EQ(a, b);
+  radix::CompileOptions serial = platform.options();
+  serial.threads = 1;
+  Tensor c = radix::compile(platform.withOptions(serial), &gpt2::Model::forward, model, tokens)(model, tokens);
+  radix::testing::expectClose(c, a, 1e-5);
+  EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](float x) { return std::isfinite(x); }));
+}
+
+}  // namespace
