@@ -156,7 +156,8 @@ TEST(CachePaths, EnvironmentOrder) {
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
   EXPECT_EQ(radix::cacheDir(), "/tmp/xdg/radix");
   unsetenv("XDG_CACHE_HOME");
-  EXPECT_EQ(radix::cacheDir(), std::string(std::getenv("HOME")) + "/.cache/radix");
+  const char* home = std::getenv("HOME");
+  EXPECT_EQ(radix::cacheDir(), home ? std::string(home) + "/.cache/radix" : std::string());
   if (saved) setenv("RADIX_CACHE_DIR", keep.c_str(), 1);
 }
 
