@@ -48,15 +48,31 @@ std::string uniqueSuffix() {
   return std::to_string(getpid()) + "." + std::to_string(counter++) + "." + std::to_string(rd());
 }
 
-/// True if the entry's meta.json parses and its object matches the recorded size and checksum.
-bool validObject(const fs::path& dir, const std::string& key) {
+/// What is wrong with the entry in `dir` for `key` ("" when nothing), and its result aliases.
+struct EntryCheck {
+  std::string problem;
+  std::vector<int32_t> resultAlias;
+};
+
+EntryCheck checkEntry(const fs::path& dir, const std::string& key) {
   auto metaText = readFile(dir / kMeta);
-  auto object = readFile(dir / kObject);
-  if (!metaText || !object) return false;
+  if (!metaText) return {"unreadable", {}};
   nlohmann::json meta = nlohmann::json::parse(*metaText, nullptr, false);
-  return !meta.is_discarded() && meta.is_object() && meta.value("key", "") == key &&
-         meta.value("radix", "") == RADIX_VERSION && meta.value("object_bytes", uint64_t{0}) == object->size() &&
-         meta.value("object_xxh64", "") == hex16(XXH64(object->data(), object->size(), 0));
+  if (meta.is_discarded() || !meta.is_object()) return {"corrupt (meta.json is not JSON)", {}};
+  if (meta.value("key", "") != key || meta.value("radix", "") != RADIX_VERSION)
+    return {"foreign (made for another module or Radix version)", {}};
+  std::vector<int32_t> alias;
+  if (!meta.contains("result_alias") || !meta["result_alias"].is_array()) return {"corrupt (no result_alias)", {}};
+  for (const auto& a : meta["result_alias"]) {
+    if (!a.is_number_integer()) return {"corrupt (bad result_alias)", {}};
+    alias.push_back(a.get<int32_t>());
+  }
+  auto object = readFile(dir / kObject);
+  if (!object) return {"truncated (no object)", {}};
+  if (meta.value("object_bytes", uint64_t{0}) != object->size() ||
+      meta.value("object_xxh64", "") != hex16(XXH64(object->data(), object->size(), 0)))
+    return {"corrupt (object checksum mismatch)", {}};
+  return {"", std::move(alias)};
 }
 
 void warn(const std::string& message) { std::fprintf(stderr, "radix: warning: %s\n", message.c_str()); }
@@ -123,27 +139,12 @@ std::optional<LoadedObject> CacheEntry::load(size_t numResults) {
     ++misses;
     return std::nullopt;
   };
-  auto metaText = readFile(dir / kMeta);
-  if (!metaText) return reject("unreadable");
-  nlohmann::json meta = nlohmann::json::parse(*metaText, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object()) return reject("corrupt (meta.json is not JSON)");
-  if (meta.value("key", "") != hex16(key_) || meta.value("radix", "") != RADIX_VERSION)
-    return reject("foreign (made for another module or Radix version)");
-  std::vector<int32_t> alias;
-  if (!meta.contains("result_alias") || !meta["result_alias"].is_array()) return reject("corrupt (no result_alias)");
-  for (const auto& a : meta["result_alias"]) {
-    if (!a.is_number_integer()) return reject("corrupt (bad result_alias)");
-    alias.push_back(a.get<int32_t>());
-  }
-  if (alias.size() != numResults) return reject("foreign (result count differs)");
-  auto object = readFile(dir / kObject);
-  if (!object) return reject("truncated (no object)");
-  if (meta.value("object_bytes", uint64_t{0}) != object->size() ||
-      meta.value("object_xxh64", "") != hex16(XXH64(object->data(), object->size(), 0)))
-    return reject("corrupt (object checksum mismatch)");
+  EntryCheck check = checkEntry(dir, hex16(key_));
+  if (!check.problem.empty()) return reject(check.problem);
+  if (check.resultAlias.size() != numResults) return reject("foreign (result count differs)");
   auto loaded = loadObject((dir / kObject).string());
   if (!loaded) return reject("unloadable");
-  loaded->resultAlias = std::move(alias);
+  loaded->resultAlias = std::move(check.resultAlias);
   ++hits;
   return loaded;
 }
@@ -182,7 +183,7 @@ void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>
   fs::rename(tmp, dir, ec);
   if (ec) {
     // Another process may have won the race with a good entry: keep it. A bad one is replaced.
-    if (validObject(dir, hex16(key_))) {
+    if (checkEntry(dir, hex16(key_)).problem.empty()) {
       fs::remove_all(tmp, ec);
       ++stores;
       return;
@@ -194,7 +195,7 @@ void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>
     fs::remove_all(old, ignored);
     if (ec) {
       fs::remove_all(tmp, ignored);
-      if (!validObject(dir, hex16(key_))) return warn("could not write cache entry " + dir_ + ": " + ec.message());
+      if (!checkEntry(dir, hex16(key_)).problem.empty()) return warn("could not write cache entry " + dir_ + ": " + ec.message());
     }
   }
   ++stores;

@@ -318,29 +318,29 @@ static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
          "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads) + "|extra " + o.extraPasses;
 }
 
-CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, const std::string& name,
-                           const Signature& signature) {
+CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
+                           const std::string& name, const Signature& signature) {
   TraceEvent total("compile");
   total.arg("name", name);
   initLlvmOnce();
   const CompileOptions& options = platform.options();
   const Target target = hostTarget(options);
 
-  std::string canonicalText, debugText;
-  {
-    llvm::raw_string_ostream os(canonicalText);
-    module->print(os);
-    llvm::raw_string_ostream dbg(debugText);
-    module->print(dbg, mlir::OpPrintingFlags().enableDebugInfo(true, false));
-  }
-  const std::string material = canonicalText + "\n" + cacheKeyMaterial(target, options);
+  // With locations: only for dumps and new cache entries, not on the warm path.
+  auto debugText = [&] {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, false));
+    return text;
+  };
+  const std::string material = moduleText + "\n" + cacheKeyMaterial(target, options);
   const uint64_t key = XXH64(material.data(), material.size(), 0);
 
   const std::string dumpDir = resolveDumpDir(options);
   std::string moduleDumpDir;
   if (!dumpDir.empty()) {
     moduleDumpDir = entryPath(dumpDir, platform.target(), name, key);
-    writeFileAtomic(fs::path(moduleDumpDir) / "module.mlir", debugText);
+    writeFileAtomic(fs::path(moduleDumpDir) / "module.mlir", debugText());
   }
 
   std::optional<CacheEntry> cache = openCache(options, platform.target(), name, key);
@@ -433,7 +433,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, cons
 
   if (cache) {
     TraceEvent store("cache.store");
-    cache->store(debugText, resultAlias, [&](const std::string& path) { result.engine->dumpToObjectFile(path); });
+    cache->store(debugText(), resultAlias, [&](const std::string& path) { result.engine->dumpToObjectFile(path); });
   }
 
   CompiledCode code;

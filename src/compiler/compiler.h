@@ -28,10 +28,11 @@ struct CompiledCode {
   double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;
 };
 
-/// Lowers a clone of `module` to native code for `platform`, or loads it from the cache.
+/// Lowers a clone of `module` (printed, without locations, as `moduleText`: the hashed bytes)
+/// to native code for `platform`, or loads it from the cache.
 /// Throws radix::Error("[compile] ...") with the failing pass and dump path on failure.
-CompiledCode compileModule(mlir::ModuleOp module, const Platform& platform, const std::string& name,
-                           const Signature& signature);
+CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
+                           const std::string& name, const Signature& signature);
 
 /// The executable that runs compiled code on CPU buffers (src/runtime/exe.cpp).
 std::shared_ptr<Executable> makeCpuExecutable(std::string mlirText, Signature signature, CompiledCode code);

@@ -247,7 +247,7 @@ std::shared_ptr<Executable> TraceContext::finishMain(const std::type_info& argTy
   module_->print(os);
   const double traceSeconds = traceEvent_->seconds() - canonicalizeSeconds_;
   traceEvent_.reset();
-  CompiledCode code = compileModule(*module_, platform_, name_, signature);
+  CompiledCode code = compileModule(*module_, text, platform_, name_, signature);
   const double total = traceSeconds + canonicalizeSeconds_ + code.lowerSeconds + code.llvmSeconds + code.loadSeconds;
   const char* thresholdEnv = std::getenv("RADIX_COMPILE_LOG_SECONDS");
   const double threshold = thresholdEnv ? std::atof(thresholdEnv) : 1.0;
