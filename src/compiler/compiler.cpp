@@ -306,11 +306,6 @@ std::vector<int32_t> prepareEntry(mlir::ModuleOp module, const Signature& signat
   return alias;
 }
 
-struct Lowered {
-  std::unique_ptr<mlir::ExecutionEngine> engine;
-  PackedEntry entry = nullptr;
-};
-
 }  // namespace
 
 static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
@@ -380,7 +375,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     return mlir::success();
   });
 
-  double lowerSeconds = 0, llvmSeconds = 0;
+  double lowerSeconds = 0;
   std::vector<int32_t> resultAlias;
   {
     TraceEvent lower("compile.lower");
@@ -410,7 +405,8 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
   }
 
   countCompile();
-  Lowered result;
+  CompiledCode code;
+  std::shared_ptr<mlir::ExecutionEngine> engine;
   {
     TraceEvent llvmEvent("compile.llvm");
     auto jtmb = machineBuilder(target, options.optLevel);
@@ -422,26 +418,23 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
         mlir::makeOptimizingTransformer(static_cast<unsigned>(std::clamp(options.optLevel, 0, 3)), 0, tm->get());
     eeOptions.transformer = transformer;
     eeOptions.enableObjectDump = cache.has_value();
-    auto engine = mlir::ExecutionEngine::create(*lowered, eeOptions, std::move(*tm));
-    if (!engine) throw Error("[compile] LLVM translation failed: " + errorText(engine.takeError()) + diagnostics);
-    result.engine = std::move(*engine);
-    auto fn = result.engine->lookupPacked(kEntry);
+    auto created = mlir::ExecutionEngine::create(*lowered, eeOptions, std::move(*tm));
+    if (!created) throw Error("[compile] LLVM translation failed: " + errorText(created.takeError()) + diagnostics);
+    engine = std::move(*created);
+    auto fn = engine->lookupPacked(kEntry);
     if (!fn) throw Error("[compile] entry not found after code generation: " + errorText(fn.takeError()));
-    result.entry = *fn;
-    llvmSeconds = llvmEvent.seconds();
+    code.entry = *fn;
+    code.llvmSeconds = llvmEvent.seconds();
   }
 
   if (cache) {
     TraceEvent store("cache.store");
-    cache->store(debugText(), resultAlias, [&](const std::string& path) { result.engine->dumpToObjectFile(path); });
+    cache->store(debugText(), resultAlias, [&](const std::string& path) { engine->dumpToObjectFile(path); });
   }
 
-  CompiledCode code;
-  code.entry = result.entry;
   code.resultAlias = std::move(resultAlias);
   code.lowerSeconds = lowerSeconds;
-  code.llvmSeconds = llvmSeconds;
-  code.owner = std::shared_ptr<mlir::ExecutionEngine>(std::move(result.engine));
+  code.owner = std::move(engine);
   return code;
 }
 

@@ -133,7 +133,9 @@ mlir::Value operandAs(TraceContext& c, mlir::Location loc, const Tensor& t, cons
   // A splat constant becomes a splat of the target shape, so that arith folds see it.
   if (auto cst = v.getDefiningOp<mlir::arith::ConstantOp>())
     if (auto dense = mlir::dyn_cast<mlir::SplatElementsAttr>(cst.getValue()))
-      return mlir::arith::ConstantOp::create(c.builder(), loc, mlir::DenseElementsAttr::get(c.tensorType(target.withDtype(t.dtype())), dense.getSplatValue<mlir::Attribute>()));
+      return mlir::arith::ConstantOp::create(
+          c.builder(), loc,
+          mlir::DenseElementsAttr::get(c.tensorType(target.withDtype(t.dtype())), dense.getSplatValue<mlir::Attribute>()));
   std::vector<int64_t> axes;
   if (t.rank() > 0)
     for (int64_t i = 0; i < t.rank(); ++i) axes.push_back(i);

@@ -113,11 +113,6 @@ Tensor TraceContext::wrap(mlir::Value v, const Shape& shape) {
 void TraceContext::canonicalize(mlir::func::FuncOp fn) {
   TraceEvent event("canonicalize");
   event.arg("function", fn.getSymName().str());
-  struct Timer {
-    TraceEvent& e;
-    double& total;
-    ~Timer() { total += e.seconds(); }
-  } timer{event, canonicalizeSeconds_};
   mlir::PassManager pm(&mlir_, mlir::func::FuncOp::getOperationName());
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
@@ -134,6 +129,7 @@ void TraceContext::canonicalize(mlir::func::FuncOp fn) {
     fn->print(os);
     throw Error("[compile] internal error: Radix produced invalid MLIR (please report):\n" + diagnostics + text);
   }
+  canonicalizeSeconds_ += event.seconds();
 }
 
 Tensor TraceContext::mainArgument(const Tensor& leaf) {
