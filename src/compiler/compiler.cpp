@@ -156,11 +156,16 @@ Target hostTarget(const CompileOptions& options) {
   if (!options.targetFeatures.empty() || !options.targetCpu.empty()) {
     t.features = options.targetFeatures;  // an overridden CPU brings its own default features
   } else {
-    std::vector<std::string> on;
-    for (auto& f : llvm::sys::getHostCPUFeatures())
-      if (f.second) on.push_back("+" + f.first().str());
-    std::sort(on.begin(), on.end());
-    for (size_t i = 0; i < on.size(); ++i) t.features += (i ? "," : "") + on[i];
+    static const std::string host = [] {  // the host does not change: read it once (warm path)
+      std::vector<std::string> on;
+      for (auto& f : llvm::sys::getHostCPUFeatures())
+        if (f.second) on.push_back("+" + f.first().str());
+      std::sort(on.begin(), on.end());
+      std::string joined;
+      for (size_t i = 0; i < on.size(); ++i) joined += (i ? "," : "") + on[i];
+      return joined;
+    }();
+    t.features = host;
   }
   return t;
 }
