@@ -1,0 +1,159 @@
+// Helpers shared by the op families: constants, empty tensors, reshape and broadcast of values,
+// strict broadcasting of binary operands, dtype conversion.
+#include "ops/common.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace radix::ops {
+
+std::string quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+Error opError(const char* op, const std::string& what) { return Error(std::string("[") + op + "] " + what); }
+
+mlir::TypedAttr scalarAttr(TraceContext& c, DType dtype, double v) {
+  mlir::Type t = c.elementType(dtype);
+  if (isFloat(dtype)) return c.builder().getFloatAttr(t, v);
+  if (dtype == DType::bool_) return c.builder().getIntegerAttr(t, v != 0 ? 1 : 0);
+  return c.builder().getIntegerAttr(t, static_cast<int64_t>(v));
+}
+
+mlir::Value splat(TraceContext& c, mlir::Location loc, const Shape& shape, double v) {
+  auto type = c.tensorType(shape);
+  auto attr = mlir::DenseElementsAttr::get(type, mlir::cast<mlir::Attribute>(scalarAttr(c, shape.dtype(), v)));
+  return mlir::arith::ConstantOp::create(c.builder(), loc, type, attr);
+}
+
+mlir::Value emptyLike(TraceContext& c, mlir::Location loc, const Shape& shape) {
+  return mlir::tensor::EmptyOp::create(c.builder(), loc, shape.dims(), c.elementType(shape.dtype()));
+}
+
+mlir::Value filled(TraceContext& c, mlir::Location loc, const Shape& shape, double v) {
+  mlir::Value init = mlir::arith::ConstantOp::create(c.builder(), loc, scalarAttr(c, shape.dtype(), v));
+  return mlir::linalg::FillOp::create(c.builder(), loc, init, emptyLike(c, loc, shape)).getResult(0);
+}
+
+mlir::Value reshapeValue(TraceContext& c, mlir::Location loc, mlir::Value v, const Shape& from, const Shape& to) {
+  if (from.dims() == to.dims()) return v;
+  auto& b = c.builder();
+  auto flatType = mlir::RankedTensorType::get({from.count()}, c.elementType(from.dtype()));
+  mlir::Value flat = v;
+  if (from.rank() != 1) {
+    std::vector<mlir::ReassociationIndices> r;
+    if (from.rank() > 0) {
+      mlir::ReassociationIndices all(from.rank());
+      std::iota(all.begin(), all.end(), 0);
+      r.push_back(all);
+      flat = mlir::tensor::CollapseShapeOp::create(b, loc, flatType, v, r);
+    } else {
+      flat = mlir::tensor::ExpandShapeOp::create(b, loc, flatType, v, r);
+    }
+  }
+  if (to.rank() == 1) return flat;
+  std::vector<mlir::ReassociationIndices> r;
+  if (to.rank() == 0) return mlir::tensor::CollapseShapeOp::create(b, loc, c.tensorType(to.withDtype(from.dtype())), flat, r);
+  mlir::ReassociationIndices all(to.rank());
+  std::iota(all.begin(), all.end(), 0);
+  r.push_back(all);
+  return mlir::tensor::ExpandShapeOp::create(b, loc, c.tensorType(to.withDtype(from.dtype())), flat, r);
+}
+
+mlir::Value broadcastValue(TraceContext& c, mlir::Location loc, mlir::Value v, const Shape& from, const Shape& to,
+                           const std::vector<int64_t>& axes) {
+  std::vector<std::pair<int64_t, int64_t>> kept;  // (target axis, source axis)
+  for (int64_t i = 0; i < from.rank(); ++i)
+    if (from.dim(i) == to.dim(axes[i])) kept.emplace_back(axes[i], i);
+  std::vector<int64_t> keptDims;
+  for (auto [t, s] : kept) keptDims.push_back(from.dim(s));
+  Shape squeezed(keptDims, from.dtype());
+  mlir::Value x = v;
+  if (static_cast<int64_t>(kept.size()) != from.rank()) x = reshapeValue(c, loc, v, from, squeezed);
+  std::vector<std::pair<int64_t, int64_t>> order = kept;
+  for (size_t i = 0; i < order.size(); ++i) order[i].second = static_cast<int64_t>(i);
+  std::sort(order.begin(), order.end());
+  std::vector<int64_t> perm;
+  for (auto [t, s] : order) perm.push_back(s);
+  std::vector<int64_t> sortedDims;
+  for (int64_t p : perm) sortedDims.push_back(keptDims[p]);
+  if (!std::is_sorted(perm.begin(), perm.end())) {
+    auto out = emptyLike(c, loc, Shape(sortedDims, from.dtype()));
+    x = mlir::linalg::TransposeOp::create(c.builder(), loc, x, out, perm).getResult()[0];
+  }
+  std::vector<int64_t> added;
+  std::vector<bool> isKept(to.rank(), false);
+  for (auto [t, s] : kept) isKept[t] = true;
+  for (int64_t i = 0; i < to.rank(); ++i)
+    if (!isKept[i]) added.push_back(i);
+  if (added.empty()) return x;
+  auto out = emptyLike(c, loc, to.withDtype(from.dtype()));
+  return mlir::linalg::BroadcastOp::create(c.builder(), loc, x, out, added).getResult()[0];
+}
+
+Shape binaryShape(const char* op, const Shape& a, const Shape& b) {
+  if (a.dtype() != b.dtype())
+    throw opError(op, "dtypes differ: " + a.str() + " and " + b.str() + " (use convert)");
+  if (a.rank() == 0) return b;
+  if (b.rank() == 0) return a;
+  if (a.rank() != b.rank()) throw opError(op, "ranks differ: " + a.str() + " and " + b.str());
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < a.rank(); ++i) {
+    if (!(a.tag(i) == b.tag(i)))
+      throw opError(op, "tags differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
+    if (a.dim(i) != b.dim(i) && a.dim(i) != 1 && b.dim(i) != 1)
+      throw opError(op, "dims differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
+    dims.push_back(std::max(a.dim(i), b.dim(i)));
+  }
+  Shape s(dims, a.dtype());
+  for (int64_t i = 0; i < a.rank(); ++i) s = s.withTag(i, a.tag(i));
+  return s;
+}
+
+mlir::Value operandAs(TraceContext& c, mlir::Location loc, const Tensor& t, const Shape& target, const char* op) {
+  mlir::Value v = c.value(t, op);
+  if (t.shape().dims() == target.dims()) return v;
+  // A splat constant becomes a splat of the target shape, so that arith folds see it.
+  if (auto cst = v.getDefiningOp<mlir::arith::ConstantOp>())
+    if (auto dense = mlir::dyn_cast<mlir::SplatElementsAttr>(cst.getValue()))
+      return mlir::arith::ConstantOp::create(
+          c.builder(), loc,
+          mlir::DenseElementsAttr::get(c.tensorType(target.withDtype(t.dtype())), dense.getSplatValue<mlir::Attribute>()));
+  std::vector<int64_t> axes;
+  if (t.rank() > 0)
+    for (int64_t i = 0; i < t.rank(); ++i) axes.push_back(i);
+  return broadcastValue(c, loc, v, t.shape(), target, axes);
+}
+
+mlir::Value convertValue(TraceContext& c, mlir::Location loc, mlir::Value x, DType from, DType to, const Shape& shape) {
+  if (from == to) return x;
+  auto& b = c.builder();
+  auto type = c.tensorType(shape.withDtype(to));
+  const unsigned fromBits = static_cast<unsigned>(sizeOf(from) * 8), toBits = static_cast<unsigned>(sizeOf(to) * 8);
+  if (to == DType::bool_) {
+    mlir::Value zero = splat(c, loc, shape.withDtype(from), 0);
+    if (isFloat(from)) return mlir::arith::CmpFOp::create(b, loc, mlir::arith::CmpFPredicate::UNE, x, zero);
+    return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, x, zero);
+  }
+  if (isFloat(from) && isFloat(to)) {
+    if ((from == DType::f16 && to == DType::bf16) || (from == DType::bf16 && to == DType::f16)) {
+      mlir::Value wide = mlir::arith::ExtFOp::create(b, loc, c.tensorType(shape.withDtype(DType::f32)), x);
+      return mlir::arith::TruncFOp::create(b, loc, type, wide);
+    }
+    if (toBits > fromBits) return mlir::arith::ExtFOp::create(b, loc, type, x);
+    return mlir::arith::TruncFOp::create(b, loc, type, x);
+  }
+  if (isFloat(to)) {
+    if (isSignedInt(from)) return mlir::arith::SIToFPOp::create(b, loc, type, x);
+    return mlir::arith::UIToFPOp::create(b, loc, type, x);
+  }
+  if (isFloat(from)) {
+    if (isSignedInt(to)) return mlir::arith::FPToSIOp::create(b, loc, type, x);
+    return mlir::arith::FPToUIOp::create(b, loc, type, x);
+  }
+  const unsigned fromWidth = from == DType::bool_ ? 1 : fromBits;
+  if (toBits == fromWidth) return mlir::arith::BitcastOp::create(b, loc, type, x);
+  if (toBits < fromWidth) return mlir::arith::TruncIOp::create(b, loc, type, x);
+  if (isSignedInt(from)) return mlir::arith::ExtSIOp::create(b, loc, type, x);
+  return mlir::arith::ExtUIOp::create(b, loc, type, x);
+}
+
+}  // namespace radix::ops

@@ -1,0 +1,118 @@
+// Contractions: dotGeneral and dot as one linalg.generic with f32 accumulation for small floats.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/common.h"
+
+namespace radix {
+
+using namespace ops;
+
+Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contracting,
+                          const std::vector<AxisPair>& batching, Loc l) const {
+  const char* op = "dotGeneral";
+  TraceContext& c = detail::currentTrace(op);
+  const Shape& a = shape_;
+  const Shape& b = rhs.shape_;
+  if (a.dtype() != b.dtype()) throw opError(op, "dtypes differ: " + a.str() + " and " + b.str());
+  if (a.dtype() == DType::bool_) throw opError(op, "bool tensors have no arithmetic: " + a.str());
+  enum Role { free, batch, contract };
+  std::vector<Role> roleA(a.rank(), free), roleB(b.rank(), free);
+  std::vector<int64_t> slotA(a.rank(), -1), slotB(b.rank(), -1);
+  auto mark = [&](const std::vector<AxisPair>& pairs, Role role, const char* what) {
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      int64_t i = a.axis(pairs[k].first, op), j = b.axis(pairs[k].second, op);
+      if (roleA[i] != free || roleB[j] != free)
+        throw opError(op, std::string(what) + " axis pair (" + pairs[k].first.str() + ", " + pairs[k].second.str() +
+                              ") reuses an axis: " + a.str() + " and " + b.str());
+      if (a.dim(i) != b.dim(j))
+        throw opError(op, std::string(what) + " axes (" + pairs[k].first.str() + ", " + pairs[k].second.str() +
+                              ") differ in size: " + a.str() + " and " + b.str());
+      roleA[i] = role;
+      roleB[j] = role;
+      slotA[i] = slotB[j] = static_cast<int64_t>(k);
+    }
+  };
+  mark(batching, batch, "batching");
+  mark(contracting, contract, "contracting");
+  const int64_t nb = static_cast<int64_t>(batching.size()), nc = static_cast<int64_t>(contracting.size());
+  std::vector<int64_t> outDims;
+  std::vector<Tag> outTags;
+  for (const AxisPair& p : batching) {
+    int64_t i = a.axis(p.first, op);
+    outDims.push_back(a.dim(i));
+    outTags.push_back(a.tag(i));
+  }
+  int64_t nl = 0, nr = 0;
+  for (int64_t i = 0; i < a.rank(); ++i)
+    if (roleA[i] == free) {
+      slotA[i] = nb + nl++;
+      outDims.push_back(a.dim(i));
+      outTags.push_back(a.tag(i));
+    }
+  for (int64_t j = 0; j < b.rank(); ++j)
+    if (roleB[j] == free) {
+      slotB[j] = nb + nl + nr++;
+      outDims.push_back(b.dim(j));
+      outTags.push_back(b.tag(j));
+    }
+  if (outDims.size() > Shape::kMaxRank) throw opError(op, "result rank exceeds 8: " + a.str() + " and " + b.str());
+  for (size_t i = 0; i < outTags.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (!outTags[i].empty() && outTags[i] == outTags[j]) outTags[i] = Tag();
+  Shape out = Shape(outDims, a.dtype()).withTags(outTags);
+
+  auto loc = c.loc(l, op);
+  const DType acc = isFloat(a.dtype()) && a.dtype() != DType::f64 ? DType::f32 : a.dtype();
+  const int64_t loops = nb + nl + nr + nc;
+  auto dimExpr = [&](int64_t d) { return mlir::getAffineDimExpr(static_cast<unsigned>(d), &c.mlir()); };
+  auto mapFor = [&](const std::vector<Role>& roles, const std::vector<int64_t>& slots) {
+    std::vector<mlir::AffineExpr> exprs;
+    for (size_t i = 0; i < roles.size(); ++i)
+      exprs.push_back(dimExpr(roles[i] == contract ? nb + nl + nr + slots[i] : slots[i]));
+    return mlir::AffineMap::get(static_cast<unsigned>(loops), 0, exprs, &c.mlir());
+  };
+  std::vector<mlir::AffineExpr> outExprs;
+  for (int64_t i = 0; i < nb + nl + nr; ++i) outExprs.push_back(dimExpr(i));
+  auto outMap = mlir::AffineMap::get(static_cast<unsigned>(loops), 0, outExprs, &c.mlir());
+  std::vector<mlir::utils::IteratorType> iterators(nb + nl + nr, mlir::utils::IteratorType::parallel);
+  iterators.insert(iterators.end(), nc, mlir::utils::IteratorType::reduction);
+  mlir::Value init = filled(c, loc, out.withDtype(acc), 0);
+  const bool isF = isFloat(acc);
+  mlir::Type accType = c.elementType(acc);
+  auto generic = mlir::linalg::GenericOp::create(
+      c.builder(), loc, mlir::TypeRange{init.getType()},
+      mlir::ValueRange{c.value(*this, op), c.value(rhs, op)}, mlir::ValueRange{init},
+      llvm::ArrayRef<mlir::AffineMap>{mapFor(roleA, slotA), mapFor(roleB, slotB), outMap}, iterators,
+      [&](mlir::OpBuilder& bb, mlir::Location ll, mlir::ValueRange args) {
+        mlir::Value x = args[0], y = args[1];
+        if (x.getType() != accType) {
+          x = mlir::arith::ExtFOp::create(bb, ll, accType, x);
+          y = mlir::arith::ExtFOp::create(bb, ll, accType, y);
+        }
+        mlir::Value r = isF ? mlir::Value(mlir::arith::AddFOp::create(bb, ll, args[2], mlir::arith::MulFOp::create(bb, ll, x, y)))
+                            : mlir::arith::AddIOp::create(bb, ll, args[2], mlir::arith::MulIOp::create(bb, ll, x, y));
+        mlir::linalg::YieldOp::create(bb, ll, r);
+      });
+  mlir::Value r = convertValue(c, loc, generic.getResult(0), acc, a.dtype(), out.withDtype(acc));
+  return c.wrap(r, out);
+}
+
+Tensor Tensor::dot(const Tensor& rhs, const std::vector<Tag>& contracting, Loc l) const {
+  std::vector<AxisPair> contract, batch;
+  for (Tag t : contracting) {
+    if (shape_.hasTag(t) < 0) throw opError("dot", "no axis tagged " + quote(t.name()) + " in lhs " + shape_.str());
+    if (rhs.shape_.hasTag(t) < 0) throw opError("dot", "no axis tagged " + quote(t.name()) + " in rhs " + rhs.shape_.str());
+    contract.emplace_back(t, t);
+  }
+  for (int64_t i = 0; i < rank(); ++i) {
+    Tag t = shape_.tag(i);
+    if (t.empty() || rhs.shape_.hasTag(t) < 0) continue;
+    if (std::find(contracting.begin(), contracting.end(), t) != contracting.end()) continue;
+    batch.emplace_back(t, t);
+  }
+  return renamingErrors("dot", [&] { return dotGeneral(rhs, contract, batch, l); });
+}
+
+}  // namespace radix
