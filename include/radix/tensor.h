@@ -157,6 +157,20 @@ class Tensor {
   /// Max over an axis, kept with size 1: {2,8}.max(1) -> {2,1}
   Tensor max(Axis axis, Loc loc = Loc::current()) const;
 
+  // ---- comparisons, logic and selection ----
+
+  // ---- creation (iota, arange, linspace, masks) ----
+
+  // ---- more reductions (multi-axis, arg, scans, softmax) ----
+
+  // ---- more shape ops (split/merge axes, pad, slice, concatenate) ----
+
+  // ---- indexing (gather, scatter, dynamic slices) ----
+
+  // ---- convolution and pooling ----
+
+  // ---- sort and sampling ----
+
   // ---- buffers ----
   /// Says that this result may take the buffer of function argument `origin` (donation).
   /// Shapes must have equal dims and dtype. y.reuseBuffer(x)
