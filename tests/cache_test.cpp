@@ -135,7 +135,7 @@ TEST_F(Cache, CorruptOrForeignEntriesAreReplaced) {
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH64(garbage.data(), garbage.size(), 0)));
   forged["object_xxh64"] = hex;
   forged["object_bytes"] = garbage.size();
-  expectRecompile(forged.dump(), "unloadable");
+  expectRecompile(forged.dump(), "no object file");
 }
 
 TEST(CachePaths, LongNamesAreCut) {
