@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -325,6 +326,70 @@ std::vector<int32_t> prepareEntry(mlir::ModuleOp module, const Signature& signat
   return alias;
 }
 
+bool isZeroSize(mlir::Type type) {
+  auto t = mlir::dyn_cast<mlir::RankedTensorType>(type);
+  return t && t.getNumElements() == 0 && t.getRank() != 1;
+}
+
+mlir::RankedTensorType flatZero(mlir::Type type) {
+  return mlir::RankedTensorType::get({0}, mlir::cast<mlir::RankedTensorType>(type).getElementType());
+}
+
+/// Functions take and return zero-size tensors as tensor<0xT>: the bare-pointer calling convention
+/// rejects memref<3x0xT>. They hold no data, so uses see a tensor.empty of the original type.
+void retypeZeroSizeBoundaries(mlir::ModuleOp module) {
+  mlir::OpBuilder b(module.getContext());
+  std::vector<mlir::func::FuncOp> functions(module.getOps<mlir::func::FuncOp>().begin(),
+                                            module.getOps<mlir::func::FuncOp>().end());
+  for (mlir::func::FuncOp fn : functions) {
+    if (fn.isExternal()) continue;
+    mlir::Block& entry = fn.getBody().front();
+    auto ret = mlir::cast<mlir::func::ReturnOp>(entry.getTerminator());
+    bool changed = false;
+    b.setInsertionPointToStart(&entry);
+    for (mlir::BlockArgument arg : entry.getArguments()) {
+      if (!isZeroSize(arg.getType())) continue;
+      auto empty = mlir::tensor::EmptyOp::create(b, arg.getLoc(), mlir::cast<mlir::RankedTensorType>(arg.getType()).getShape(),
+                                                 mlir::cast<mlir::RankedTensorType>(arg.getType()).getElementType());
+      arg.replaceAllUsesWith(empty.getResult());
+      arg.setType(flatZero(arg.getType()));
+      changed = true;
+    }
+    b.setInsertionPoint(ret);
+    for (mlir::OpOperand& operand : ret->getOpOperands()) {
+      if (!isZeroSize(operand.get().getType())) continue;
+      mlir::Operation* producer = operand.get().getDefiningOp();
+      operand.set(mlir::tensor::EmptyOp::create(b, ret.getLoc(), std::vector<int64_t>{0},
+                                                flatZero(operand.get().getType()).getElementType()));
+      if (auto m = mlir::dyn_cast_or_null<mlir::bufferization::MaterializeInDestinationOp>(producer))
+        if (m->use_empty()) m->erase();
+      changed = true;
+    }
+    if (!changed) continue;
+    std::vector<mlir::Type> oldResults(fn.getResultTypes().begin(), fn.getResultTypes().end());
+    fn.setType(b.getFunctionType(entry.getArgumentTypes(), ret.getOperandTypes()));
+    std::vector<mlir::func::CallOp> calls;
+    module.walk([&](mlir::func::CallOp call) {
+      if (call.getCallee() == fn.getSymName()) calls.push_back(call);
+    });
+    for (mlir::func::CallOp call : calls) {
+      b.setInsertionPoint(call);
+      for (mlir::OpOperand& operand : call->getOpOperands())
+        if (isZeroSize(operand.get().getType()))
+          operand.set(mlir::tensor::EmptyOp::create(b, call.getLoc(), std::vector<int64_t>{0},
+                                                    flatZero(operand.get().getType()).getElementType()));
+      b.setInsertionPointAfter(call);
+      for (size_t i = 0; i < oldResults.size(); ++i) {
+        if (!isZeroSize(oldResults[i])) continue;
+        auto t = mlir::cast<mlir::RankedTensorType>(oldResults[i]);
+        auto empty = mlir::tensor::EmptyOp::create(b, call.getLoc(), t.getShape(), t.getElementType());
+        call.getResult(i).replaceAllUsesWith(empty.getResult());
+        call.getResult(i).setType(flatZero(t));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
@@ -415,6 +480,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     };
     runPipeline(kInlinePipeline, "canonicalization");
     resultAlias = prepareEntry(*lowered, signature);
+    retypeZeroSizeBoundaries(*lowered);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
     runPipeline(kBufferizePipeline, "bufferization");
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
