@@ -3,6 +3,7 @@
 #include "ops/common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace radix::ops {
@@ -101,7 +102,7 @@ Shape binaryShape(const char* op, const Shape& a, const Shape& b) {
       throw opError(op, "tags differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
     if (a.dim(i) != b.dim(i) && a.dim(i) != 1 && b.dim(i) != 1)
       throw opError(op, "dims differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
-    dims.push_back(std::max(a.dim(i), b.dim(i)));
+    dims.push_back(a.dim(i) == 1 ? b.dim(i) : a.dim(i));  // a size-1 axis broadcasts, also to size 0
   }
   Shape s(dims, a.dtype());
   for (int64_t i = 0; i < a.rank(); ++i) s = s.withTag(i, a.tag(i));
@@ -146,14 +147,44 @@ mlir::Value convertValue(TraceContext& c, mlir::Location loc, mlir::Value x, DTy
     return mlir::arith::UIToFPOp::create(b, loc, type, x);
   }
   if (isFloat(from)) {
-    if (isSignedInt(to)) return mlir::arith::FPToSIOp::create(b, loc, type, x);
-    return mlir::arith::FPToUIOp::create(b, loc, type, x);
+    // Saturates, NaN -> 0 (as XLA): fptosi/fptoui of an out-of-range value is poison, so such
+    // inputs become 0 first, then the bound. The bounds are powers of two, exact in every float
+    // type (or inf in f16, where x >= inf still catches inf).
+    const bool s = isSignedInt(to);
+    const Shape fs = shape.withDtype(from);
+    const double above = std::ldexp(1.0, static_cast<int>(s ? toBits - 1 : toBits));
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Value tooBig = mlir::arith::CmpFOp::create(b, loc, P::OGE, x, splat(c, loc, fs, above));
+    mlir::Value tooSmall = mlir::arith::CmpFOp::create(b, loc, P::OLE, x, splat(c, loc, fs, s ? -above : 0.0));
+    mlir::Value isNan = mlir::arith::CmpFOp::create(b, loc, P::UNO, x, x);
+    mlir::Value bad = mlir::arith::OrIOp::create(b, loc, mlir::arith::OrIOp::create(b, loc, tooBig, tooSmall), isNan);
+    mlir::Value safe = mlir::arith::SelectOp::create(b, loc, bad, splat(c, loc, fs, 0), x);
+    mlir::Value r = s ? mlir::Value(mlir::arith::FPToSIOp::create(b, loc, type, safe))
+                      : mlir::arith::FPToUIOp::create(b, loc, type, safe);
+    auto bound = [&](const llvm::APInt& v) {
+      return mlir::arith::ConstantOp::create(b, loc, type, mlir::DenseElementsAttr::get(type, v));
+    };
+    const llvm::APInt hi = s ? llvm::APInt::getSignedMaxValue(toBits) : llvm::APInt::getMaxValue(toBits);
+    const llvm::APInt lo = s ? llvm::APInt::getSignedMinValue(toBits) : llvm::APInt::getZero(toBits);
+    r = mlir::arith::SelectOp::create(b, loc, tooBig, bound(hi), r);
+    return mlir::arith::SelectOp::create(b, loc, tooSmall, bound(lo), r);
   }
   const unsigned fromWidth = from == DType::bool_ ? 1 : fromBits;
   if (toBits == fromWidth) return mlir::arith::BitcastOp::create(b, loc, type, x);
   if (toBits < fromWidth) return mlir::arith::TruncIOp::create(b, loc, type, x);
   if (isSignedInt(from)) return mlir::arith::ExtSIOp::create(b, loc, type, x);
   return mlir::arith::ExtUIOp::create(b, loc, type, x);
+}
+
+double representable(DType dtype, double v) {
+  if (isFloat(dtype) || dtype == DType::bool_) return v;
+  if (std::isnan(v)) return 0;
+  const int bits = static_cast<int>(sizeOf(dtype) * 8);
+  // 64 bits: the largest double below 2^63, which scalarAttr's int64_t holds (u64 included).
+  const double hi = bits == 64 ? std::nextafter(std::ldexp(1.0, 63), 0.0)
+                               : std::ldexp(1.0, isSignedInt(dtype) ? bits - 1 : bits) - 1;
+  const double lo = isSignedInt(dtype) ? -std::ldexp(1.0, bits - 1) : 0;
+  return std::clamp(v, lo, hi);
 }
 
 }  // namespace radix::ops
