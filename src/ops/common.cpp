@@ -135,8 +135,13 @@ mlir::Value convertValue(TraceContext& c, mlir::Location loc, mlir::Value x, DTy
     return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, x, zero);
   }
   if (isFloat(from) && isFloat(to)) {
-    if ((from == DType::f16 && to == DType::bf16) || (from == DType::bf16 && to == DType::f16)) {
-      mlir::Value wide = mlir::arith::ExtFOp::create(b, loc, c.tensorType(shape.withDtype(DType::f32)), x);
+    // f16 <-> bf16, and f64 -> bf16 (no runtime routine truncates f64 to bf16 directly; through
+    // f32 it can round twice, off by one bf16 ulp in rare ties).
+    if ((from == DType::f16 && to == DType::bf16) || (from == DType::bf16 && to == DType::f16) ||
+        (from == DType::f64 && to == DType::bf16)) {
+      const auto f32 = c.tensorType(shape.withDtype(DType::f32));
+      mlir::Value wide = from == DType::f64 ? mlir::Value(mlir::arith::TruncFOp::create(b, loc, f32, x))
+                                            : mlir::arith::ExtFOp::create(b, loc, f32, x);
       return mlir::arith::TruncFOp::create(b, loc, type, wide);
     }
     if (toBits > fromBits) return mlir::arith::ExtFOp::create(b, loc, type, x);

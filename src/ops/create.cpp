@@ -85,11 +85,6 @@ Tensor Tensor::linspace(double start, double end, int64_t n, DType dtype, Loc l)
     Value firstHalf = arith::CmpIOp::create(b, ll, arith::CmpIPredicate::slt, i, arith::ConstantOp::create(b, ll, b.getI64IntegerAttr((n + 1) / 2)));
     return arith::SelectOp::create(b, ll, firstHalf, fromStart, fromEnd);
   });
-  // f64 -> f16/bf16 through f32: not every pass truncates f64 to bf16 directly.
-  if (dtype == DType::f16 || dtype == DType::bf16) {
-    r = convertValue(c, loc, r, DType::f64, DType::f32, wide);
-    return c.wrap(convertValue(c, loc, r, DType::f32, dtype, shape.withDtype(DType::f32)), shape);
-  }
   return c.wrap(convertValue(c, loc, r, DType::f64, dtype, wide), shape);
 }
 
