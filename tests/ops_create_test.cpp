@@ -2,6 +2,8 @@
 // naive references.
 #include "ops_testing.h"
 
+#include <limits>
+
 namespace opstest {
 namespace {
 
@@ -169,6 +171,8 @@ std::vector<ErrorCase> errorCases() {
       {"iota_bool", {}, none([] { return Tensor::iota(sh({3}, D::bool_), 0); }), "[iota]", "{3}:bool"},
       {"arange_negative", {}, none([] { return Tensor::arange(-1, D::i32); }), "[arange]", "n >= 0, got -1"},
       {"arange_step_zero", {}, none([] { return Tensor::arange(0, 5, 0, D::i32); }), "[arange]", "step != 0"},
+      {"arange_too_many", {}, none([] { return Tensor::arange(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 1, D::i8); }),
+       "[arange]", "too many values"},
       {"arange_bool", {}, none([] { return Tensor::arange(0, 5, 1, D::bool_); }), "[arange]", "bool"},
       {"linspace_negative", {}, none([] { return Tensor::linspace(0, 1, -2, D::f32); }), "[linspace]", "n >= 0, got -2"},
       {"linspace_inf", {}, none([] { return Tensor::linspace(0, INFINITY, 3, D::f32); }), "[linspace]", "finite"},

@@ -47,8 +47,9 @@ std::vector<Case> unaryCases() {
       {"quickGelu", [](const Tensor& x) { return x.quickGelu(); }, [](double x) { return x / (1 + std::exp(-1.702 * x)); }, -4, 4},
       {"silu", [](const Tensor& x) { return x.silu(); }, [](double x) { return x / (1 + std::exp(-x)); }, -6, 6},
       {"leakyRelu", [](const Tensor& x) { return x.leakyRelu(0.125); }, [](double x) { return x > 0 ? x : 0.125 * x; }, -3, 3},
+      {"elu", [](const Tensor& x) { return x.elu(0.5); }, [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); }, -3, 3},
   };
-  const std::set<std::string> noScalar = {"clamp", "sign", "log1p", "floor", "ceil", "round", "roundNearestEven", "geluErf", "quickGelu", "silu", "leakyRelu"};
+  const std::set<std::string> noScalar = {"clamp", "sign", "log1p", "floor", "ceil", "round", "roundNearestEven", "geluErf", "quickGelu", "silu", "leakyRelu", "elu"};
   const Shape shapes[] = {sh({129}), sh({}), sh({17, 1, 3}, {"a", "b", "c"})};
   std::vector<Case> cases;
   for (const NamedOp1& u : unary)
@@ -578,6 +579,7 @@ std::vector<ErrorCase> errorCases() {
       floatOnly("quickGelu", [](const Tensor& x) { return x.quickGelu(); }),
       floatOnly("silu", [](const Tensor& x) { return x.silu(); }),
       floatOnly("leakyRelu", [](const Tensor& x) { return x.leakyRelu(0.1); }),
+      floatOnly("elu", [](const Tensor& x) { return x.elu(1); }),
       floatOnly("powConstant", [](const Tensor& x) { return x.powConstant(2); }),
       {"pow_int", {sh({3}, i32), sh({3}, i32)}, [](const Ts& x) { return x[0].pow(x[1]); }, "[pow]", "{3}:i32 and {3}:i32"},
       {"pow_dims", {sh({3}), sh({4})}, [](const Ts& x) { return x[0].pow(x[1]); }, "[pow]", "{3}:f32 and {4}:f32"},

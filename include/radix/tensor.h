@@ -163,6 +163,8 @@ class Tensor {
   Tensor relu(Loc loc = Loc::current()) const;
   /// x if x > 0 else alpha * x (float only): {3}.leakyRelu(0.01) -> {3}
   Tensor leakyRelu(double alpha, Loc loc = Loc::current()) const;
+  /// x if x > 0 else alpha * (e^x - 1) (float only): {3}.elu(1.0) -> {3}
+  Tensor elu(double alpha, Loc loc = Loc::current()) const;
   /// 1 / (1 + e^-x) (float only)
   Tensor sigmoid(Loc loc = Loc::current()) const;
   /// x * sigmoid(x) (float only)
@@ -253,7 +255,7 @@ class Tensor {
   Tensor select(const Tensor& onTrue, const Tensor& onFalse, Loc loc = Loc::current()) const;
 
   // ---- creation (iota, arange, linspace, masks) ----
-  /// Each element is its index along `axis`, in the shape's dtype (not bool); tags kept.
+  /// Each element is its index along `axis`, in the shape's dtype (not bool; narrow integers wrap); tags kept.
   /// Tensor::iota(Shape({2,3}, i32).withTags({"s","d"}), "d") -> {s=2,d=3}:i32 holding 0,1,2,0,1,2
   static Tensor iota(const Shape& shape, Axis axis, Loc loc = Loc::current());
   /// 0, 1, ..., n-1: Tensor::arange(4, DType::i64) -> {4}:i64 holding 0,1,2,3

@@ -1,6 +1,7 @@
 // Creation ops: iota and ranges (linalg.generic over linalg.index), dense constants from host
 // values, and masks built from them (triangular, causal, one-hot).
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "ops/common.h"
@@ -56,6 +57,8 @@ Tensor Tensor::arange(int64_t start, int64_t end, int64_t step, DType dtype, Loc
   // Count of start + i*step strictly before end, in 128-bit arithmetic (no overflow).
   const __int128 span = static_cast<__int128>(end) - start;
   const __int128 n = (span == 0 || (span > 0) != (step > 0)) ? 0 : (span + step - (step > 0 ? 1 : -1)) / step;
+  if (n > std::numeric_limits<int64_t>::max())
+    throw opError("arange", "too many values from " + std::to_string(start) + " to " + std::to_string(end));
   const Shape shape({static_cast<int64_t>(n)}, dtype), wide = shape.withDtype(DType::i64);
   auto loc = c.loc(l, "arange");
   Value r = generateAlong(c, loc, wide, 0, [&](mlir::OpBuilder& b, mlir::Location ll, Value i) -> Value {

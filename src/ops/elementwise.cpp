@@ -342,6 +342,11 @@ Tensor Tensor::leakyRelu(double alpha, Loc l) const {
   return renamingErrors("leakyRelu", [&] { return gt(0.0, l).select(*this, mulConstant(alpha, l), l); });
 }
 
+Tensor Tensor::elu(double alpha, Loc l) const {
+  requireFloat(*this, "elu");
+  return renamingErrors("elu", [&] { return gt(0.0, l).select(*this, expm1(l).mulConstant(alpha, l), l); });
+}
+
 Tensor Tensor::sigmoid(Loc l) const {
   requireFloat(*this, "sigmoid");
   return renamingErrors("sigmoid", [&] {
