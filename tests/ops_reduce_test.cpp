@@ -81,7 +81,8 @@ Ref scanRef(int64_t axis, Kind kind) {
 
 enum class Soft { softmax, logSoftmax, logSumExp };
 
-/// The unshifted formulas, in double (exp(100) does not overflow a double).
+/// The unshifted formulas, in double (exp(100) does not overflow a double); softmax of a row of
+/// only -inf is 0 (ZML's choice, for fully masked attention rows).
 Ref softRef(int64_t axis, Soft kind) {
   return [=](const std::vector<Host>& in) {
     const Host& x = in[0];
@@ -101,7 +102,8 @@ Ref softRef(int64_t axis, Soft kind) {
     Vals out;
     forEachIndex(x.dims, [&](const Dims& i) {
       const double v = x.v[offsetOf(x.dims, i)], s = sums[offsetOf(outDims, i)];
-      out.push_back(kind == Soft::softmax ? std::exp(v) / s : v - std::log(s));
+      if (kind == Soft::softmax) out.push_back(s == 0 && std::isinf(v) ? 0 : std::exp(v) / s);
+      else out.push_back(v - std::log(s));
     });
     return out;
   };
@@ -324,7 +326,7 @@ std::vector<Case> softmaxCases() {
     rows.push_back({n + "_large", {sh({3, 17})}, softOp(kind, 1), softRef(1, kind), out(sh({3, 17}), 1), {DType::f32}, 80, 100});
     rows.push_back({n + "_large_half", {sh({3, 17})}, softOp(kind, 1), softRef(1, kind), out(sh({3, 17}), 1), {DType::f16, DType::bf16}, 80, 100});
     rows.push_back({n + "_very_negative", {sh({3, 17})}, softOp(kind, 1), softRef(1, kind), out(sh({3, 17}), 1), {DType::f32}, -120, -100});
-    // Rows: a -inf among numbers, all -inf (softmax NaN, logSumExp -inf), a NaN.
+    // Rows: a -inf among numbers, all -inf (softmax 0, logSoftmax NaN, logSumExp -inf), a NaN.
     rows.push_back({n + "_inf", {sh({3, 3})}, softOp(kind, 1), softRef(1, kind), out(sh({3, 3}), 1), F, 0, 1,
                     {{1, -inf, 2, -inf, -inf, -inf, 1, nan, 2}}});
   }

@@ -204,8 +204,8 @@ class Tensor {
   /// log(sum(exp(x))) over an axis, kept with size 1, shifted by the max so that it cannot overflow
   /// (floats only; f16/bf16 compute in f32): {b=2,d=8}.logSumExp("d") -> {b=2,d=1}
   Tensor logSumExp(Axis axis, Loc loc = Loc::current()) const;
-  /// exp(x) / sum(exp(x)) over an axis, shifted by the max (floats only; f16/bf16 compute in f32):
-  /// {b=2,d=8}.softmax("d") -> {b=2,d=8}
+  /// exp(x) / sum(exp(x)) over an axis, shifted by the max (floats only; f16/bf16 compute in f32);
+  /// a row of only -inf gives 0s, as in ZML: {b=2,d=8}.softmax("d") -> {b=2,d=8}
   Tensor softmax(Axis axis, Loc loc = Loc::current()) const;
   /// x - logSumExp(x) over an axis (floats only): {b=2,d=8}.logSoftmax("d") -> {b=2,d=8}
   Tensor logSoftmax(Axis axis, Loc loc = Loc::current()) const;

@@ -266,6 +266,18 @@ Tensor finiteOrZero(const Tensor& m, const char* op, const std::source_location&
   return c.wrap(mlir::arith::SelectOp::create(b, loc, finite, v, splat(c, loc, s, 0)), s);
 }
 
+/// y, with 0 on the rows where rowMax is -inf (rows of only -inf; NaN rows keep their NaN).
+Tensor zeroOnMinusInfRows(const Tensor& y, const Tensor& rowMax, const char* op, const std::source_location& where) {
+  TraceContext& c = detail::currentTrace(op);
+  auto loc = c.loc(where, op);
+  auto& b = c.builder();
+  const Shape& s = y.shape();
+  mlir::Value m = operandAs(c, loc, rowMax, s, op);
+  mlir::Value keep = mlir::arith::CmpFOp::create(b, loc, mlir::arith::CmpFPredicate::UNE, m,
+                                                 splat(c, loc, s, -std::numeric_limits<double>::infinity()));
+  return c.wrap(mlir::arith::SelectOp::create(b, loc, keep, c.value(y, op), splat(c, loc, s, 0)), s);
+}
+
 /// x in f32 when it is f16/bf16 (softmax and friends compute in f32); throws unless float.
 Tensor widened(const Tensor& x, const char* op, const std::source_location& where) {
   if (!isFloat(x.dtype())) throw opError(op, "needs a float tensor, got " + x.shape().str() + " (use convert)");
@@ -312,8 +324,10 @@ Tensor Tensor::logSumExp(Axis axis, Loc l) const {
 Tensor Tensor::softmax(Axis axis, Loc l) const {
   return renamingErrors("softmax", [&] {
     const Tensor x = widened(*this, "softmax", l);
-    const Tensor e = x.sub(finiteOrZero(x.max(axis, l), "softmax", l), l).exp(l);
-    return narrowed(e.div(e.sum(axis, l), l), dtype(), l);
+    const Tensor m = x.max(axis, l);
+    const Tensor e = x.sub(finiteOrZero(m, "softmax", l), l).exp(l);
+    // A row of only -inf (a fully masked attention row) gives 0 rather than 0/0, as in ZML.
+    return narrowed(zeroOnMinusInfRows(e.div(e.sum(axis, l), l), m, "softmax", l), dtype(), l);
   });
 }
 
