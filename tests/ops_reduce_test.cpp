@@ -280,6 +280,10 @@ std::vector<Case> argCases() {
 std::vector<Case> scanCases() {
   const auto F = kFloats;
   const double nan = NAN;
+  // Two rows of 65: 0..64, then the same with a NaN at 40.
+  Vals longNaN;
+  for (int r = 0; r < 2; ++r)
+    for (int k = 0; k < 65; ++k) longNaN.push_back(r == 1 && k == 40 ? nan : (k * 7 % 13) - 6);
   return {
       {"cumsum_last", {sh({3, 17})}, scanOp(Kind::sum, 1), scanRef(1, Kind::sum), sh({3, 17}), F},
       {"cumsum_first", {sh({7, 3})}, scanOp(Kind::sum, 0), scanRef(0, Kind::sum), sh({7, 3}), F},
@@ -299,6 +303,17 @@ std::vector<Case> scanCases() {
       {"cummin_int", {sh({7, 17})}, scanOp(Kind::min, 0), scanRef(0, Kind::min), sh({7, 17}), {DType::i32}, 1, 50},
       {"cumprod_last", {sh({3, 17})}, scanOp(Kind::prod, 1), scanRef(1, Kind::prod), sh({3, 17}), F, 0.5, 1.5},
       {"cumprod_int", {sh({7, 5})}, scanOp(Kind::prod, 1), scanRef(1, Kind::prod), sh({7, 5}), {DType::i32}, -3, 4},
+      // Axes longer than 16 take the O(n) loop (so do the 17s and 129s above); 16 and shorter, the
+      // masked O(n^2) generic.
+      {"cumsum_16", {sh({5, 16})}, scanOp(Kind::sum, 1), scanRef(1, Kind::sum), sh({5, 16}), F},
+      {"cumsum_long_first", {sh({129, 3})}, scanOp(Kind::sum, 0), scanRef(0, Kind::sum), sh({129, 3}), F},
+      {"cumsum_long_tag", {sh({3, 129, 5}, kBSD)}, scanOp(Kind::sum, "s"), scanRef(1, Kind::sum), sh({3, 129, 5}, kBSD), F},
+      {"cumsum_long_int", {sh({3, 129})}, scanOp(Kind::sum, 1), scanRef(1, Kind::sum), sh({3, 129}), {DType::i32}, -50, 50},
+      {"cumsum_long_nan", {sh({2, 65})}, scanOp(Kind::sum, 1), scanRef(1, Kind::sum), sh({2, 65}), F, 0, 1, {longNaN}},
+      {"cummax_long_nan", {sh({2, 65})}, scanOp(Kind::max, 1), scanRef(1, Kind::max), sh({2, 65}), F, 0, 1, {longNaN}},
+      {"cummin_long", {sh({2, 200})}, scanOp(Kind::min, -1), scanRef(1, Kind::min), sh({2, 200}), F},
+      {"cummin_long_int", {sh({2, 200})}, scanOp(Kind::min, -1), scanRef(1, Kind::min), sh({2, 200}), {DType::i32}, -1000, 1000},
+      {"cumprod_long", {sh({2, 129})}, scanOp(Kind::prod, 1), scanRef(1, Kind::prod), sh({2, 129}), F, 0.97, 1.03},
   };
 }
 

@@ -209,14 +209,15 @@ class Tensor {
   Tensor softmax(Axis axis, Loc loc = Loc::current()) const;
   /// x - logSumExp(x) over an axis (floats only): {b=2,d=8}.logSoftmax("d") -> {b=2,d=8}
   Tensor logSoftmax(Axis axis, Loc loc = Loc::current()) const;
-  /// Inclusive running sum along an axis (f16/bf16 accumulate in f32; O(n^2) in the axis size n):
+  /// Inclusive running sum along an axis (f16/bf16 accumulate in f32; O(n^2) work for an axis of
+  /// n <= 16, else an O(n) loop of n steps):
   /// {2,5}.cumulativeSum(1) -> {2,5}: [1,2,3] -> [1,3,6]
   Tensor cumulativeSum(Axis axis, Loc loc = Loc::current()) const;
-  /// Inclusive running max along an axis (NaN propagates; O(n^2)): [1,3,2] -> [1,3,3]
+  /// Inclusive running max along an axis (NaN propagates; cost as cumulativeSum): [1,3,2] -> [1,3,3]
   Tensor cumulativeMax(Axis axis, Loc loc = Loc::current()) const;
-  /// Inclusive running min along an axis (NaN propagates; O(n^2)): [3,1,2] -> [3,1,1]
+  /// Inclusive running min along an axis (NaN propagates; cost as cumulativeSum): [3,1,2] -> [3,1,1]
   Tensor cumulativeMin(Axis axis, Loc loc = Loc::current()) const;
-  /// Inclusive running product along an axis (f16/bf16 accumulate in f32; O(n^2)): [1,2,3] -> [1,2,6]
+  /// Inclusive running product along an axis (f16/bf16 accumulate in f32; cost as cumulativeSum): [1,2,3] -> [1,2,6]
   Tensor cumulativeProd(Axis axis, Loc loc = Loc::current()) const;
 
   // ---- more shape ops (split/merge axes, pad, slice, concatenate) ----

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "llvm/ADT/APInt.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "ops/common.h"
 
 namespace radix {
@@ -211,23 +212,18 @@ ArgMax argReduce(const Tensor& a, Axis axis, bool isMax, const char* op, const s
   return ArgMax{c.wrap(values, out), c.wrap(indices, outIdx)};
 }
 
+/// Axes up to this size scan with the O(n^2) form (one parallel op); longer ones with the loop.
+constexpr int64_t kMaxQuadraticScan = 16;
+
 /// Inclusive scan as one linalg.generic over (..., i, ..., j) where j is a reduction dim:
 /// out[..., i, ...] = combine over j <= i of x[..., j, ...]. O(n^2) in the axis size n, with no
 /// loop-carried dependency, so it lowers like any reduction (and the outer axes run in parallel).
-Tensor scan(const Tensor& a, Axis axis, Reduce kind, const char* op, const std::source_location& where) {
-  TraceContext& c = detail::currentTrace(op);
-  const Shape& s = a.shape();
-  const int64_t ax = s.axis(axis, op);
-  checkDtype(kind, s, op);
-  auto loc = c.loc(where, op);
+mlir::Value scanQuadratic(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& wide, int64_t ax, Reduce kind) {
   auto& b = c.builder();
-  const DType d = a.dtype(), acc = accumulatorOf(kind, d);
-  mlir::Value x = convertValue(c, loc, c.value(a, op), d, acc, s);
-  const Shape wide = s.withDtype(acc);
+  const DType acc = wide.dtype();
   mlir::Type elem = c.elementType(acc);
   mlir::Value init = mlir::linalg::FillOp::create(b, loc, identityOf(b, loc, elem, kind, acc), emptyLike(c, loc, wide)).getResult(0);
-
-  const unsigned rank = static_cast<unsigned>(s.rank()), j = rank;
+  const unsigned rank = static_cast<unsigned>(wide.rank()), j = rank;
   std::vector<mlir::AffineExpr> inExprs, outExprs;
   std::vector<mlir::utils::IteratorType> iterators;
   for (unsigned i = 0; i < rank; ++i) {
@@ -249,7 +245,79 @@ Tensor scan(const Tensor& a, Axis axis, Reduce kind, const char* op, const std::
         mlir::Value xv = mlir::arith::SelectOp::create(nb, l, inside, args[0], identityOf(nb, l, elem, kind, acc));
         mlir::linalg::YieldOp::create(nb, l, combine(nb, l, kind, acc, xv, args[1]));
       });
-  return c.wrap(convertValue(c, loc, generic.getResult(0), acc, d, s), s);
+  return generic.getResult(0);
+}
+
+/// Inclusive scan as an scf.for over axis `ax` carrying the running slice and the result: step k
+/// combines slice k of x into the running slice (one linalg.generic, in place) and inserts it at
+/// k. O(n) work, n sequential steps, each parallel over the other axes. Slices must be contiguous
+/// (ax == 0, see scan).
+mlir::Value scanLoop(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& wide, int64_t ax, Reduce kind) {
+  auto& b = c.builder();
+  const DType acc = wide.dtype();
+  std::vector<int64_t> sliceDims = wide.dims();
+  sliceDims[ax] = 1;
+  const Shape slice(sliceDims, acc);
+  auto sliceType = c.tensorType(slice);
+  mlir::Value running = mlir::linalg::FillOp::create(b, loc, identityOf(b, loc, c.elementType(acc), kind, acc),
+                                                     emptyLike(c, loc, slice))
+                            .getResult(0);
+  mlir::Value lower = mlir::arith::ConstantIndexOp::create(b, loc, 0);
+  mlir::Value upper = mlir::arith::ConstantIndexOp::create(b, loc, wide.dim(ax));
+  mlir::Value step = mlir::arith::ConstantIndexOp::create(b, loc, 1);
+  const unsigned rank = static_cast<unsigned>(wide.rank());
+  mlir::AffineMap identity = b.getMultiDimIdentityMap(rank);
+  std::vector<mlir::utils::IteratorType> parallel(rank, mlir::utils::IteratorType::parallel);
+  auto loop = mlir::scf::ForOp::create(
+      b, loc, lower, upper, step, mlir::ValueRange{emptyLike(c, loc, wide), running},
+      [&](mlir::OpBuilder& nb, mlir::Location l, mlir::Value k, mlir::ValueRange carried) {
+        llvm::SmallVector<mlir::OpFoldResult> offsets(rank, nb.getIndexAttr(0)), sizes, strides(rank, nb.getIndexAttr(1));
+        offsets[ax] = k;
+        for (int64_t d : sliceDims) sizes.push_back(nb.getIndexAttr(d));
+        mlir::Value xk = mlir::tensor::ExtractSliceOp::create(nb, l, sliceType, x, offsets, sizes, strides);
+        mlir::Value next = mlir::linalg::GenericOp::create(
+                               nb, l, mlir::TypeRange{sliceType}, mlir::ValueRange{xk}, mlir::ValueRange{carried[1]},
+                               llvm::ArrayRef<mlir::AffineMap>{identity, identity}, parallel,
+                               [&](mlir::OpBuilder& gb, mlir::Location gl, mlir::ValueRange args) {
+                                 mlir::linalg::YieldOp::create(gb, gl, combine(gb, gl, kind, acc, args[0], args[1]));
+                               })
+                               .getResult(0);
+        mlir::Value out = mlir::tensor::InsertSliceOp::create(nb, l, next, carried[0], offsets, sizes, strides);
+        mlir::scf::YieldOp::create(nb, l, mlir::ValueRange{out, next});
+      });
+  return loop.getResult(0);
+}
+
+/// Inclusive scan along an axis: the O(n^2) form up to kMaxQuadraticScan, the O(n) loop above
+/// (with the axis moved to the front and back: two transposes, O(count)).
+Tensor scan(const Tensor& a, Axis axis, Reduce kind, const char* op, const std::source_location& where) {
+  TraceContext& c = detail::currentTrace(op);
+  const Shape& s = a.shape();
+  const int64_t ax = s.axis(axis, op);
+  checkDtype(kind, s, op);
+  auto loc = c.loc(where, op);
+  const DType d = a.dtype(), acc = accumulatorOf(kind, d);
+  mlir::Value x = convertValue(c, loc, c.value(a, op), d, acc, s);
+  const Shape wide = s.withDtype(acc);
+  mlir::Value r;
+  if (s.dim(ax) <= kMaxQuadraticScan) {
+    r = scanQuadratic(c, loc, x, wide, ax, kind);
+  } else if (ax == 0) {
+    r = scanLoop(c, loc, x, wide, 0, kind);
+  } else {
+    // The loop scans axis 0, where each slice is contiguous: slices of another axis are strided,
+    // and their copies would lower to a call of the memrefCopy runtime function.
+    std::vector<int64_t> perm = {ax}, inverse(s.rank()), dims = {s.dim(ax)};
+    for (int64_t i = 0; i < s.rank(); ++i)
+      if (i != ax) perm.push_back(i), dims.push_back(s.dim(i));
+    for (int64_t i = 0; i < s.rank(); ++i) inverse[perm[i]] = i;
+    const Shape front(dims, acc);
+    auto& b = c.builder();
+    mlir::Value moved = mlir::linalg::TransposeOp::create(b, loc, x, emptyLike(c, loc, front), perm).getResult()[0];
+    mlir::Value scanned = scanLoop(c, loc, moved, front, 0, kind);
+    r = mlir::linalg::TransposeOp::create(b, loc, scanned, emptyLike(c, loc, wide), inverse).getResult()[0];
+  }
+  return c.wrap(convertValue(c, loc, r, acc, d, s), s);
 }
 
 /// m where finite, else 0: the shift of logSumExp and softmax, so that a row of -inf (or one
