@@ -24,6 +24,10 @@ struct TensorAccess;
 /// A pair of axes, one on each side of a dotGeneral: {{-1, 0}} contracts lhs's last with rhs's first.
 using AxisPair = std::pair<Axis, Axis>;
 
+/// The result of argMax / argMin (defined after Tensor).
+struct ArgMax;
+using ArgMin = ArgMax;
+
 /// A tensor. Bound tensors hold a buffer; traced tensors are values of the function being
 /// compiled. Ops are only valid on traced tensors (inside radix::compile / radix::call).
 class Tensor {
@@ -217,9 +221,11 @@ class Tensor {
   Tensor reshape(const std::vector<int64_t>& dims, Loc loc = Loc::current()) const;
   /// Permutes axes: result axis i is input axis perm[i]. {2,3}.transpose({1,0}) -> {3,2}
   Tensor transpose(const std::vector<Axis>& permutation, Loc loc = Loc::current()) const;
-  /// Sum over an axis, kept with size 1: {b=2,d=8}.sum("d") -> {b=2,d=1}
+  /// Sum over an axis, kept with size 1 (f16/bf16 accumulate in f32; 0 over an empty axis):
+  /// {b=2,d=8}.sum("d") -> {b=2,d=1}
   Tensor sum(Axis axis, Loc loc = Loc::current()) const;
-  /// Max over an axis, kept with size 1: {2,8}.max(1) -> {2,1}
+  /// Max over an axis, kept with size 1 (NaN wins; -inf or the integer min over an empty axis):
+  /// {2,8}.max(1) -> {2,1}
   Tensor max(Axis axis, Loc loc = Loc::current()) const;
 
   // ---- comparisons, logic and selection ----
@@ -277,6 +283,57 @@ class Tensor {
   Tensor oneHot(int64_t numClasses, Tag tag, DType dtype, Loc loc = Loc::current()) const;
 
   // ---- more reductions (multi-axis, arg, scans, softmax) ----
+  // Reductions keep each reduced axis with size 1, with its tag; a list of axes reduces them all
+  // (an empty list reduces nothing; an axis given twice is an error).
+  /// Sum over several axes: {b=2,s=3,d=8}.sum({"s","d"}) -> {b=2,s=1,d=1}
+  Tensor sum(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
+  /// Max over several axes: {2,3,8}.max({0,2}) -> {1,3,1}
+  Tensor max(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
+  /// Min over an axis (NaN wins; +inf or the integer max over an empty axis): {2,8}.min(1) -> {2,1}
+  Tensor min(Axis axis, Loc loc = Loc::current()) const;
+  /// Min over several axes: {2,3,8}.min({0,2}) -> {1,3,1}
+  Tensor min(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
+  /// Mean over an axis (floats only; f16/bf16 accumulate in f32; NaN over an empty axis):
+  /// {b=2,d=8}.mean("d") -> {b=2,d=1}
+  Tensor mean(Axis axis, Loc loc = Loc::current()) const;
+  /// Mean over several axes: {b=2,s=3,d=8}.mean({"s","d"}) -> {b=2,s=1,d=1}
+  Tensor mean(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
+  /// Product over an axis (f16/bf16 accumulate in f32; 1 over an empty axis): {2,8}.prod(1) -> {2,1}
+  Tensor prod(Axis axis, Loc loc = Loc::current()) const;
+  /// Product over several axes: {2,3,8}.prod({0,2}) -> {1,3,1}
+  Tensor prod(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
+  /// True where any element is true (bool only; false over an empty axis): {2,8}:bool.any(1) -> {2,1}:bool
+  Tensor any(Axis axis, Loc loc = Loc::current()) const;
+  /// Any over several axes: {2,3,8}:bool.any({0,2}) -> {1,3,1}:bool
+  Tensor any(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
+  /// True where all elements are true (bool only; true over an empty axis): {2,8}:bool.all(1) -> {2,1}:bool
+  Tensor all(Axis axis, Loc loc = Loc::current()) const;
+  /// All over several axes: {2,3,8}:bool.all({0,2}) -> {1,3,1}:bool
+  Tensor all(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
+  /// Max and its i32 index over a non-empty axis, both kept with size 1; the first index on ties;
+  /// NaN counts as the max (as jax.numpy.argmax). {b=2,d=8}.argMax("d") -> {values {b=2,d=1},
+  /// indices {b=2,d=1}:i32}
+  ArgMax argMax(Axis axis, Loc loc = Loc::current()) const;
+  /// Min and its i32 index, as argMax (NaN counts as the min): {2,8}.argMin(1).indices -> {2,1}:i32
+  ArgMin argMin(Axis axis, Loc loc = Loc::current()) const;
+  /// log(sum(exp(x))) over an axis, kept with size 1, shifted by the max so that it cannot overflow
+  /// (floats only; f16/bf16 compute in f32): {b=2,d=8}.logSumExp("d") -> {b=2,d=1}
+  Tensor logSumExp(Axis axis, Loc loc = Loc::current()) const;
+  /// exp(x) / sum(exp(x)) over an axis, shifted by the max (floats only; f16/bf16 compute in f32);
+  /// a row of only -inf gives 0s, as in ZML: {b=2,d=8}.softmax("d") -> {b=2,d=8}
+  Tensor softmax(Axis axis, Loc loc = Loc::current()) const;
+  /// x - logSumExp(x) over an axis (floats only): {b=2,d=8}.logSoftmax("d") -> {b=2,d=8}
+  Tensor logSoftmax(Axis axis, Loc loc = Loc::current()) const;
+  /// Inclusive running sum along an axis (f16/bf16 accumulate in f32; O(n^2) work for an axis of
+  /// n <= 16, else an O(n) loop of n steps):
+  /// {2,5}.cumulativeSum(1) -> {2,5}: [1,2,3] -> [1,3,6]
+  Tensor cumulativeSum(Axis axis, Loc loc = Loc::current()) const;
+  /// Inclusive running max along an axis (NaN propagates; cost as cumulativeSum): [1,3,2] -> [1,3,3]
+  Tensor cumulativeMax(Axis axis, Loc loc = Loc::current()) const;
+  /// Inclusive running min along an axis (NaN propagates; cost as cumulativeSum): [3,1,2] -> [3,1,1]
+  Tensor cumulativeMin(Axis axis, Loc loc = Loc::current()) const;
+  /// Inclusive running product along an axis (f16/bf16 accumulate in f32; cost as cumulativeSum): [1,2,3] -> [1,2,6]
+  Tensor cumulativeProd(Axis axis, Loc loc = Loc::current()) const;
 
   // ---- more shape ops (split/merge axes, pad, slice, concatenate) ----
 
@@ -306,6 +363,13 @@ class Tensor {
   int32_t argument_ = -1;                         // >= 0: this value is argument i of its function
   int32_t donation_ = -1;                         // >= 0: result may reuse argument i's buffer
   Memory memory_ = Memory::device;
+};
+
+/// What argMax and argMin return: the extreme values and their i32 indices, the reduced axis kept
+/// with size 1 in both.
+struct ArgMax {
+  Tensor values;
+  Tensor indices;
 };
 
 /// The host element types of fromValues and toVector (besides bool, handled apart).
