@@ -319,4 +319,19 @@ TEST(OpsIndex, DynamicUpdateSliceWritesDonatedCacheInPlace) {
   EXPECT_EQ(result.toVector<double>(), expected);
 }
 
+// scatter into a donated argument compiles (its loops write fresh buffers) and lands in it.
+TEST(OpsIndex, ScatterIntoDonatedArgument) {
+  Tensor x = Tensor::fromValues(cpu(), sh({5, 3}), Vals(15, 1.0));
+  const Tensor ids = Tensor::fromValues(cpu(), sh({3}, DType::i32), std::vector<int32_t>{1, 4, 1});
+  const Tensor u = Tensor::fromValues(cpu(), sh({3, 3}), Vals{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const void* address = x.bufferAddress();
+  auto fn = [](const Tensor& x, const Tensor& ids, const Tensor& u) {
+    return x.scatter({{0, ids}}, u, ScatterMode::add).reuseBuffer(x);
+  };
+  Tensor y = radix::testing::compileAndCall(cpu(), fn, x, ids, u);
+  EXPECT_EQ(y.bufferAddress(), address);
+  EXPECT_EQ(y.toVector<double>(), (Vals{1, 1, 1, 9, 11, 13, 1, 1, 1, 1, 1, 1, 5, 6, 7}));
+}
+
 }  // namespace opstest
+

@@ -29,22 +29,24 @@ mlir::Value clampedIndex(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v, 
   return mlir::arith::MaxSIOp::create(b, loc, mlir::arith::MinSIOp::create(b, loc, i, hiV), loV);
 }
 
-/// scf.for loops over `dims` carrying a tensor (init `init`); body(acc, ivs) returns the next one.
-mlir::Value loopNest(mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64_t>& dims, mlir::Value init,
-                     const std::function<mlir::Value(mlir::Value, const std::vector<mlir::Value>&)>& body) {
+/// scf.for loops over `dims` carrying tensors (`init`); body(acc, ivs) returns the next ones.
+std::vector<mlir::Value> loopNest(
+    mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64_t>& dims, const std::vector<mlir::Value>& init,
+    const std::function<std::vector<mlir::Value>(const std::vector<mlir::Value>&, const std::vector<mlir::Value>&)>& body) {
   mlir::Value c0 = mlir::arith::ConstantIndexOp::create(b, loc, 0), c1 = mlir::arith::ConstantIndexOp::create(b, loc, 1);
   std::vector<mlir::Value> ivs;
-  std::function<mlir::Value(size_t, mlir::Value)> nest = [&](size_t d, mlir::Value acc) -> mlir::Value {
+  std::function<std::vector<mlir::Value>(size_t, const std::vector<mlir::Value>&)> nest =
+      [&](size_t d, const std::vector<mlir::Value>& acc) -> std::vector<mlir::Value> {
     if (d == dims.size()) return body(acc, ivs);
     mlir::Value ub = mlir::arith::ConstantIndexOp::create(b, loc, dims[d]);
-    auto loop = mlir::scf::ForOp::create(b, loc, c0, ub, c1, mlir::ValueRange{acc});
+    auto loop = mlir::scf::ForOp::create(b, loc, c0, ub, c1, acc);
     mlir::OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     ivs.push_back(loop.getInductionVar());
-    mlir::Value r = nest(d + 1, loop.getRegionIterArgs()[0]);
-    mlir::scf::YieldOp::create(b, loc, r);
+    std::vector<mlir::Value> iterArgs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+    mlir::scf::YieldOp::create(b, loc, nest(d + 1, iterArgs));
     ivs.pop_back();
-    return loop.getResult(0);
+    return std::vector<mlir::Value>(loop.getResults().begin(), loop.getResults().end());
   };
   return nest(0, init);
 }
@@ -273,8 +275,19 @@ Tensor Tensor::scatter(const std::vector<std::pair<Axis, Tensor>>& indices, cons
   for (const auto& [axis, t] : indices) idx.push_back(c.value(t, op));
   mlir::Value c0 = mlir::arith::ConstantIndexOp::create(b, loc, 0);
 
+  // The loops write the updates into fresh tensors (a sum, or a value and a mask), never into x:
+  // an scf.for that writes an argument conflicts with donating that argument to the result.
+  // One elementwise pass then combines them with x.
+  const Shape maskShape = shape_.withDtype(DType::bool_);
+  std::vector<mlir::Value> init = {filled(c, loc, shape_, 0)};
+  if (mode == ScatterMode::replace) init.push_back(filled(c, loc, maskShape, 0));
+  auto combine = [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::Value a, mlir::Value v) -> mlir::Value {
+    if (isFloat(dtype())) return mlir::arith::AddFOp::create(nb, nl, a, v);
+    if (dtype() == DType::bool_) return mlir::arith::OrIOp::create(nb, nl, a, v);
+    return mlir::arith::AddIOp::create(nb, nl, a, v);
+  };
   // The innermost body: one update element at `ivs` (the result coordinates of gather).
-  auto body = [&](mlir::Value acc, const std::vector<mlir::Value>& ivs) -> mlir::Value {
+  auto body = [&](const std::vector<mlir::Value>& acc, const std::vector<mlir::Value>& ivs) -> std::vector<mlir::Value> {
     std::vector<mlir::Value> coords(rank());
     for (int64_t k = 0; k < rank(); ++k)
       if (p.resultOfX[k] >= 0) coords[k] = ivs[p.resultOfX[k]];
@@ -294,20 +307,31 @@ Tensor Tensor::scatter(const std::vector<std::pair<Axis, Tensor>>& indices, cons
       coords[k] = mlir::arith::SelectOp::create(b, loc, inRange, wide, c0);
     }
     mlir::Value upd = mlir::tensor::ExtractOp::create(b, loc, u, ivs);
-    mlir::Value old = mlir::tensor::ExtractOp::create(b, loc, acc, coords);
-    mlir::Value next = upd;
-    if (mode == ScatterMode::add) {
-      if (isFloat(dtype()))
-        next = mlir::arith::AddFOp::create(b, loc, old, upd);
-      else if (dtype() == DType::bool_)
-        next = mlir::arith::OrIOp::create(b, loc, old, upd);
-      else
-        next = mlir::arith::AddIOp::create(b, loc, old, upd);
-    }
+    mlir::Value old = mlir::tensor::ExtractOp::create(b, loc, acc[0], coords);
+    mlir::Value next = mode == ScatterMode::add ? combine(b, loc, old, upd) : upd;
     next = mlir::arith::SelectOp::create(b, loc, valid, next, old);
-    return mlir::tensor::InsertOp::create(b, loc, next, acc, coords);
+    std::vector<mlir::Value> out = {mlir::tensor::InsertOp::create(b, loc, next, acc[0], coords)};
+    if (mode == ScatterMode::replace) {
+      mlir::Value seen = mlir::tensor::ExtractOp::create(b, loc, acc[1], coords);
+      mlir::Value mark = mlir::arith::OrIOp::create(b, loc, seen, valid);
+      out.push_back(mlir::tensor::InsertOp::create(b, loc, mark, acc[1], coords));
+    }
+    return out;
   };
-  return c.wrap(loopNest(b, loc, us.dims(), x, body), shape_);
+  const std::vector<mlir::Value> written = loopNest(b, loc, us.dims(), init, body);
+  std::vector<mlir::Value> ins = {x};
+  ins.insert(ins.end(), written.begin(), written.end());
+  const unsigned n = static_cast<unsigned>(rank());
+  std::vector<mlir::AffineMap> maps(ins.size() + 1, mlir::AffineMap::getMultiDimIdentityMap(n, &c.mlir()));
+  std::vector<mlir::utils::IteratorType> iters(n, mlir::utils::IteratorType::parallel);
+  auto generic = mlir::linalg::GenericOp::create(
+      b, loc, mlir::TypeRange{x.getType()}, ins, mlir::ValueRange{emptyLike(c, loc, shape_)}, maps, iters,
+      [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
+        mlir::Value r = mode == ScatterMode::add ? combine(nb, nl, args[0], args[1])
+                                                 : mlir::arith::SelectOp::create(nb, nl, args[2], args[1], args[0]).getResult();
+        mlir::linalg::YieldOp::create(nb, nl, r);
+      });
+  return c.wrap(generic.getResult(0), shape_);
 }
 
 Tensor Tensor::dynamicSlice(const std::vector<std::pair<Axis, DynSlice>>& slices, Loc l) const {
