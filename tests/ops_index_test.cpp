@@ -221,6 +221,10 @@ std::vector<Case> indexCases() {
        [](const Ts& x) { return x[2].dynamicUpdateSlice({{"s", x[0]}}, x[1]); },
        dynamicUpdateSliceRef({0}), sh({9, 2, 3}, T{"s", "h", "d"}), {}, -2, 2, {{5}}},
       all, 2);
+  add({"dynamicUpdateSlice1d_middle_axis", {sh({}, i32), sh({2, 1, 3}, {"h", "s", "d"}), sh({2, 7, 3}, {"h", "s", "d"})},
+       [](const Ts& x) { return x[2].dynamicUpdateSlice1d("s", x[0], x[1]); },
+       dynamicUpdateSliceRef({1}), sh({2, 7, 3}, T{"h", "s", "d"}), {}, -2, 2, {{6}}},
+      floats, 2);
   add({"dynamicUpdateSlice_clamped", {sh({}, i32), sh({}, u8), sh({3, 4}), sh({7, 5})},
        [](const Ts& x) { return x[3].dynamicUpdateSlice({{0, x[0]}, {1, x[1]}}, x[2]); },
        dynamicUpdateSliceRef({0, 1}), sh({7, 5}), {}, -2, 2, {{-4}, {200}}},
@@ -264,6 +268,8 @@ std::vector<ErrorCase> errorCases() {
        [](const Ts& x) { return x[0].dynamicUpdateSlice({{0, x[1]}}, x[2]); }, "[dynamicUpdateSlice]", "update {1,4}:f32 is larger than {9,3}:f32 at axis 1"},
       {"dynamicUpdateSlice_rank", {sh({9, 3}), sh({}, i32), sh({3})},
        [](const Ts& x) { return x[0].dynamicUpdateSlice({{0, x[1]}}, x[2]); }, "[dynamicUpdateSlice]", "update {3}:f32 does not fit into {9,3}:f32"},
+      {"dynamicUpdateSlice1d_axis", {sh({9, 3}), sh({}, i32), sh({1, 3})},
+       [](const Ts& x) { return x[0].dynamicUpdateSlice1d(2, x[1], x[2]); }, "[dynamicUpdateSlice1d]", "axis 2 out of range for {9,3}:f32"},
       {"dynamicUpdateSlice_float_offset", {sh({9, 3}), sh({}, f32), sh({1, 3})},
        [](const Ts& x) { return x[0].dynamicUpdateSlice({{0, x[1]}}, x[2]); }, "[dynamicUpdateSlice]", "offset for axis 0 of {9,3}:f32 must be a scalar integer tensor, not {}:f32"},
   };

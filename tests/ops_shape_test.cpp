@@ -241,6 +241,9 @@ std::vector<Case> moreShapeCases() {
       {"slice_two_axes", {sh({7, 5, 3})}, [](const Ts& x) { return x[0].slice({{0, {.start = -2}}, {2, {.step = 2}}}); }, sliceRef({{0, {-2, Slice::kToTheEnd, 1}}, {2, {0, Slice::kToTheEnd, 2}}}), sh({2, 5, 2}), F},
       {"slice_step_larger_than_dim", {sh({3, 5})}, [](const Ts& x) { return x[0].slice({{1, {.start = 1, .step = 9}}}); }, sliceRef({{1, {1, Slice::kToTheEnd, 9}}}), sh({3, 1}), F},
 
+      {"choose1d_negative", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].choose1d("d", -2); }, sliceRef({{1, {5, 6, 1}}}), sh({3}, T{"b"}), FI},
+      {"choose_two_axes", {sh({3, 5, 7}, {"a", "b", "c"})}, [](const Ts& x) { return x[0].choose({{"c", 0}, {"a", 2}}); }, sliceRef({{0, {2, 3, 1}}, {2, {0, 1, 1}}}), sh({5}, T{"b"}), F},
+
       // concatenate, stack
       {"concatenate_last", {sh({3, 2}, {"b", "d"}), sh({3, 5}, {"b", "d"}), sh({3, 1}, {"b", "d"})}, [](const Ts& x) { return Tensor::concatenate(x, "d"); }, concatRef(1), sh({3, 8}, T{"b", "d"}), FI},
       {"concatenate_first", {sh({1, 17}), sh({3, 17})}, [](const Ts& x) { return Tensor::concatenate(x, 0); }, concatRef(0), sh({4, 17}), F},
@@ -309,6 +312,8 @@ std::vector<ErrorCase> errorCases() {
       {"slice1d_step", {sh({3, 4})}, [](const Ts& x) { return x[0].slice1d(1, {.step = 0}); }, "[slice1d]", "step 0 for axis 1 of {3,4}:f32 must be >= 1"},
       {"slice1d_tag", {sh({3, 4}, {"a", "b"})}, [](const Ts& x) { return x[0].slice1d("c", {}); }, "[slice1d]", "no axis tagged \"c\""},
       {"slice_twice", {sh({3, 4})}, [](const Ts& x) { return x[0].slice({{0, {}}, {-2, {}}}); }, "[slice]", "axis -2 of {3,4}:f32 is sliced twice"},
+      {"choose1d_range", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].choose1d("d", 7); }, "[choose1d]", "index 7 out of range for axis \"d\" of {b=3,d=7}:f32"},
+      {"choose_range", {sh({3, 7})}, [](const Ts& x) { return x[0].choose({{0, -4}}); }, "[choose]", "index -4 out of range for axis 0 of {3,7}:f32"},
       {"concatenate_tags", {sh({3, 4}, {"a", "b"}), sh({3, 4}, {"a", "c"})}, [](const Ts& x) { return Tensor::concatenate(x, 0); }, "[concatenate]", "tags differ at axis 1: {a=3,b=4}:f32 and {a=3,c=4}:f32"},
       {"concatenate_dims", {sh({3, 4}), sh({3, 5})}, [](const Ts& x) { return Tensor::concatenate(x, 0); }, "[concatenate]", "dims differ at axis 1: {3,4}:f32 and {3,5}:f32"},
       {"concatenate_dtype", {sh({3, 4}), sh({3, 4}, f16)}, [](const Ts& x) { return Tensor::concatenate(x, 0); }, "[concatenate]", "can't concatenate {3,4}:f16 with {3,4}:f32"},

@@ -224,6 +224,10 @@ class Tensor {
   Tensor slice1d(Axis axis, Slice slice, Loc loc = Loc::current()) const;
   /// Static slices of several axes: {7,5}.slice({{0, {.start = -2}}, {1, {.step = 2}}}) -> {2,3}
   Tensor slice(const std::vector<std::pair<Axis, Slice>>& slices, Loc loc = Loc::current()) const;
+  /// Picks one index of an axis (negative from the end) and drops the axis: {b=2,d=7}.choose1d("d", -1) -> {b=2}
+  Tensor choose1d(Axis axis, int64_t index, Loc loc = Loc::current()) const;
+  /// Picks one index of several axes: {a=2,b=3,c=4}.choose({{"a", 1}, {"c", 0}}) -> {b=3}
+  Tensor choose(const std::vector<std::pair<Axis, int64_t>>& indices, Loc loc = Loc::current()) const;
   /// Concatenates along an axis; other dims, tags and dtypes must agree.
   /// concatenate({{b=2,d=3}, {b=2,d=4}}, "d") -> {b=2,d=7}
   static Tensor concatenate(const std::vector<Tensor>& tensors, Axis axis, Loc loc = Loc::current());
@@ -282,6 +286,8 @@ class Tensor {
   /// -> {s=64,h=4,d=8}
   Tensor dynamicUpdateSlice(const std::vector<std::pair<Axis, Tensor>>& offsets, const Tensor& update,
                             Loc loc = Loc::current()) const;
+  /// One axis of dynamicUpdateSlice: {s=64,d=8}.dynamicUpdateSlice1d("s", pos, {s=1,d=8}) -> {s=64,d=8}
+  Tensor dynamicUpdateSlice1d(Axis axis, const Tensor& offset, const Tensor& update, Loc loc = Loc::current()) const;
 
   // ---- convolution and pooling ----
 

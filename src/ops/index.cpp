@@ -431,4 +431,8 @@ Tensor Tensor::dynamicUpdateSlice(const std::vector<std::pair<Axis, Tensor>>& of
   return c.wrap(generic.getResult(0), shape_);
 }
 
+Tensor Tensor::dynamicUpdateSlice1d(Axis axis, const Tensor& offset, const Tensor& update, Loc l) const {
+  return renamingErrors("dynamicUpdateSlice1d", [&] { return dynamicUpdateSlice({{axis, offset}}, update, l); });
+}
+
 }  // namespace radix

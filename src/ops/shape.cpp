@@ -468,6 +468,30 @@ Tensor Tensor::slice1d(Axis axis, Slice s, Loc l) const {
   return renamingErrors("slice1d", [&] { return slice({{axis, s}}, l); });
 }
 
+Tensor Tensor::choose(const std::vector<std::pair<Axis, int64_t>>& indices, Loc l) const {
+  const char* op = "choose";
+  std::vector<std::pair<Axis, Slice>> slices;
+  std::vector<int64_t> axes;
+  for (const auto& [axis, i] : indices) {
+    const int64_t a = shape_.axis(axis, op), d = shape_.dim(a);
+    if (i < -d || i >= d)
+      throw opError(op, "index " + std::to_string(i) + " out of range for axis " + axis.str() + " of " + shape_.str());
+    const int64_t start = i < 0 ? i + d : i;
+    slices.push_back({a, Slice{.start = start, .end = start + 1}});
+    axes.push_back(a);
+  }
+  std::sort(axes.begin(), axes.end(), std::greater<>());
+  return renamingErrors(op, [&] {
+    Tensor t = slice(slices, l);
+    for (int64_t a : axes) t = t.squeeze(a, l);
+    return t;
+  });
+}
+
+Tensor Tensor::choose1d(Axis axis, int64_t index, Loc l) const {
+  return renamingErrors("choose1d", [&] { return choose({{axis, index}}, l); });
+}
+
 Tensor Tensor::concatenate(const std::vector<Tensor>& tensors, Axis axis, Loc l) {
   const char* op = "concatenate";
   TraceContext& c = detail::currentTrace(op);
