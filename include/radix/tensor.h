@@ -27,6 +27,34 @@ using AxisPair = std::pair<Axis, Axis>;
 /// The result of argMax / argMin (defined after Tensor).
 struct ArgMax;
 using ArgMin = ArgMax;
+/// A static slice of one axis, as in Python: start and end count from the end when negative and
+/// are clamped into [0, dim]; step >= 1. Slice{.start = 1, .end = -1, .step = 2}
+struct Slice {
+  /// "Up to the end of the axis", the default end.
+  static constexpr int64_t kToTheEnd = INT64_MAX;
+  int64_t start = 0;
+  int64_t end = kToTheEnd;
+  int64_t step = 1;
+};
+
+/// Padding of one axis: `low` values before, `high` after, `interior` between elements; negative
+/// low/high crop. Padding{.low = 1, .high = 2}
+struct Padding {
+  int64_t low = 0;
+  int64_t high = 0;
+  int64_t interior = 0;
+};
+
+/// How scatter combines an update with the value it lands on.
+enum class ScatterMode {
+  /// Sums: duplicate indices add up.
+  add,
+  /// Overwrites: with duplicate indices, the last update in row-major order of `updates` wins.
+  replace,
+};
+
+class Tensor;
+struct DynSlice;
 
 /// A tensor. Bound tensors hold a buffer; traced tensors are values of the function being
 /// compiled. Ops are only valid on traced tensors (inside radix::compile / radix::call).
@@ -217,7 +245,8 @@ class Tensor {
   /// Broadcasts with an explicit map: axis i of x becomes axis axes[i] of the result.
   /// {3}.broadcast({3,2}, {0}) -> {3,2}
   Tensor broadcast(const Shape& shape, const std::vector<int64_t>& axes, Loc loc = Loc::current()) const;
-  /// Same elements in row-major order, new dims (tags dropped): {2,3}.reshape({3,2}) -> {3,2}
+  /// Same elements in row-major order, new dims; one dim may be -1 (inferred). Leading and trailing
+  /// axes whose dims are unchanged keep their tags: {b=2,s=3,d=4}.reshape({2,-1}) -> {b=2,12}
   Tensor reshape(const std::vector<int64_t>& dims, Loc loc = Loc::current()) const;
   /// Permutes axes: result axis i is input axis perm[i]. {2,3}.transpose({1,0}) -> {3,2}
   Tensor transpose(const std::vector<Axis>& permutation, Loc loc = Loc::current()) const;
@@ -336,8 +365,100 @@ class Tensor {
   Tensor cumulativeProd(Axis axis, Loc loc = Loc::current()) const;
 
   // ---- more shape ops (split/merge axes, pad, slice, concatenate) ----
+  /// Splits one axis into several (tags may be empty; one dim may be -1).
+  /// {b=2,d=12}.splitAxis("d", {{"h", 3}, {"hd", -1}}) -> {b=2,h=3,hd=4}
+  Tensor splitAxis(Axis axis, const std::vector<std::pair<Tag, int64_t>>& parts, Loc loc = Loc::current()) const;
+  /// Merges adjacent axes, given in order, into one tagged axis (tag may be empty).
+  /// {b=2,h=3,hd=4}.mergeAxes({"h", "hd"}, "d") -> {b=2,d=12}
+  Tensor mergeAxes(const std::vector<Axis>& axes, Tag tag, Loc loc = Loc::current()) const;
+  /// All axes into one untagged axis: {b=2,d=3}.flatten() -> {6}
+  Tensor flatten(Loc loc = Loc::current()) const;
+  /// Removes one size-1 axis: {b=2,s=1,d=3}.squeeze("s") -> {b=2,d=3}
+  Tensor squeeze(Axis axis, Loc loc = Loc::current()) const;
+  /// Removes every size-1 axis: {1,b=2,s=1}.squeeze() -> {b=2}
+  Tensor squeeze(Loc loc = Loc::current()) const;
+  /// Inserts size-1 axes with the given tags before `position` (an index in [-rank-1, rank], or a
+  /// tag). {b=2,d=3}.insertAxes(1, {"h"}) -> {b=2,h=1,d=3}; insertAxes(-1, {"x"}) appends.
+  Tensor insertAxes(Axis position, const std::vector<Tag>& tags, Loc loc = Loc::current()) const;
+  /// Appends size-1 axes: {b=2}.appendAxes({"d"}) -> {b=2,d=1}
+  Tensor appendAxes(const std::vector<Tag>& tags, Loc loc = Loc::current()) const;
+  /// Renames tags: {b=2,d=3}.rename({{"d", "k"}}) -> {b=2,k=3}
+  Tensor rename(const std::vector<std::pair<Tag, Tag>>& renames, Loc loc = Loc::current()) const;
+  /// Swaps two axes: {b=2,s=3,d=4}.swapAxes("b", "d") -> {d=4,s=3,b=2}
+  Tensor swapAxes(Axis a, Axis b, Loc loc = Loc::current()) const;
+  /// Pads axes with `value` (negative low/high crop): {d=3}.pad({{"d", {.low = 1, .high = 2}}}) -> {d=6};
+  /// interior 1 on {3} -> {5}
+  Tensor pad(const std::vector<std::pair<Axis, Padding>>& padding, double value = 0, Loc loc = Loc::current()) const;
+  /// Reverses the order of elements along axes: {b=2,d=3}.reverse({"d"}) -> {b=2,d=3}
+  Tensor reverse(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
+  /// Static slice of one axis, Python-style: {b=2,d=7}.slice1d("d", {.start = 1, .end = -1, .step = 2}) -> {b=2,d=3}
+  Tensor slice1d(Axis axis, Slice slice, Loc loc = Loc::current()) const;
+  /// Static slices of several axes: {7,5}.slice({{0, {.start = -2}}, {1, {.step = 2}}}) -> {2,3}
+  Tensor slice(const std::vector<std::pair<Axis, Slice>>& slices, Loc loc = Loc::current()) const;
+  /// Picks one index of an axis (negative from the end) and drops the axis: {b=2,d=7}.choose1d("d", -1) -> {b=2}
+  Tensor choose1d(Axis axis, int64_t index, Loc loc = Loc::current()) const;
+  /// Picks one index of several axes: {a=2,b=3,c=4}.choose({{"a", 1}, {"c", 0}}) -> {b=3}
+  Tensor choose(const std::vector<std::pair<Axis, int64_t>>& indices, Loc loc = Loc::current()) const;
+  /// Concatenates along an axis; other dims, tags and dtypes must agree.
+  /// concatenate({{b=2,d=3}, {b=2,d=4}}, "d") -> {b=2,d=7}
+  static Tensor concatenate(const std::vector<Tensor>& tensors, Axis axis, Loc loc = Loc::current());
+  /// Stacks equal shapes along a new axis tagged `tag`, inserted before `position` (as insertAxes).
+  /// stack({{d=3}, {d=3}}, 0, "n") -> {n=2,d=3}
+  static Tensor stack(const std::vector<Tensor>& tensors, Axis position, Tag tag, Loc loc = Loc::current());
+  /// Tiles each axis n times: {2,3}.repeat({2, 1}) -> {4,3} holding x, x
+  Tensor repeat(const std::vector<int64_t>& times, Loc loc = Loc::current()) const;
+  /// Tiles one axis n times: {d=3}.repeat1d("d", 2) -> {d=6} holding a,b,c,a,b,c
+  Tensor repeat1d(Axis axis, int64_t times, Loc loc = Loc::current()) const;
+  /// Repeats each element n times along each axis: {2,3}.stutter({1, 2}) -> {2,6}
+  Tensor stutter(const std::vector<int64_t>& times, Loc loc = Loc::current()) const;
+  /// Repeats each element n times along one axis: {d=3}.stutter1d("d", 2) -> {d=6} holding a,a,b,b,c,c
+  Tensor stutter1d(Axis axis, int64_t times, Loc loc = Loc::current()) const;
+  /// Splits an axis into consecutive parts of the given sizes (summing to the dim).
+  /// {d=7}.split("d", {3, 4}) -> {d=3}, {d=4}
+  std::vector<Tensor> split(Axis axis, const std::vector<int64_t>& sizes, Loc loc = Loc::current()) const;
+  /// Splits an axis into n equal parts; the dim must be divisible by n. {d=6}.chunkExact("d", 3) -> 3 x {d=2}
+  std::vector<Tensor> chunkExact(Axis axis, int64_t n, Loc loc = Loc::current()) const;
+  /// Splits an axis into parts of `size`, the last one shorter if needed. {d=7}.chunkAllowTrailing("d", 3) -> {d=3}, {d=3}, {d=1}
+  std::vector<Tensor> chunkAllowTrailing(Axis axis, int64_t size, Loc loc = Loc::current()) const;
+  /// Shifts elements along an axis by `shift` (positive towards higher indices), wrapping around.
+  /// {d=4} holding a,b,c,d .roll("d", 1) -> d,a,b,c
+  Tensor roll(Axis axis, int64_t shift, Loc loc = Loc::current()) const;
 
   // ---- indexing (gather, scatter, dynamic slices) ----
+  /// Gathers single values by integer index tensors, one per indexed axis (ZML's gatherValues):
+  /// the indexed axes are replaced, at the position of the first one, by the index tensors' axes
+  /// (all index tensors have the same shape). Index axes whose tag also names a non-indexed axis of
+  /// x are batch axes. Indices are clamped into [0, dim - 1].
+  /// {voc=50,d=8}.gather({{"voc", ids {s=5}:i32}}) -> {s=5,d=8};
+  /// {b=2,s=9,d=8}.gather({{"s", {b=2,k=3}:i32}}) -> {b=2,k=3,d=8} (b batched)
+  Tensor gather(const std::vector<std::pair<Axis, Tensor>>& indices, Loc loc = Loc::current()) const;
+  /// Gathers slices of the given sizes starting at gathered offsets (ZML's gatherSlices): `starts`
+  /// is an integer tensor whose axis tagged "coord" (else its last axis) holds one start per sliced
+  /// axis; the result is starts' other (non-batch) axes followed by x's axes, sliced ones resized.
+  /// Starts are clamped into [0, dim - size]; starts' axes tagged like an unsliced axis of x batch.
+  /// {s=9,d=8}.gatherSlices({{"s", 3}}, {n=4,coord=1}:i32) -> {n=4,s=3,d=8}
+  Tensor gatherSlices(const std::vector<std::pair<Axis, int64_t>>& sizes, const Tensor& starts,
+                      Loc loc = Loc::current()) const;
+  /// The reverse of gather: `updates` has the shape gather(indices) would return; each update is
+  /// combined (ScatterMode) into the element its indices name. Updates whose index is out of range
+  /// are dropped (as StableHLO scatter does). With duplicate indices, add sums all updates and
+  /// replace keeps the last one in row-major order of `updates`.
+  /// {voc=5,d=8}.scatter({{"voc", ids {s=3}:i32}}, {s=3,d=8}, ScatterMode::add) -> {voc=5,d=8}
+  Tensor scatter(const std::vector<std::pair<Axis, Tensor>>& indices, const Tensor& updates, ScatterMode mode,
+                 Loc loc = Loc::current()) const;
+  /// Slices of static sizes at runtime offsets (scalar integer tensors), clamped into
+  /// [0, dim - len]. {s=9,d=8}.dynamicSlice({{"s", {.start = pos, .len = 2}}}) -> {s=2,d=8}
+  Tensor dynamicSlice(const std::vector<std::pair<Axis, DynSlice>>& slices, Loc loc = Loc::current()) const;
+  /// One axis of dynamicSlice: {s=9,d=8}.dynamicSlice1d("s", {.start = pos, .len = 2}) -> {s=2,d=8}
+  Tensor dynamicSlice1d(Axis axis, const DynSlice& slice, Loc loc = Loc::current()) const;
+  /// Writes `update` (same rank, dims <= x's, tags agreeing) into x at runtime offsets (scalar integer
+  /// tensors; axes not named start at 0), clamped into [0, dim - update dim]. In place when the result
+  /// reuses x's buffer: cache.dynamicUpdateSlice({{"s", pos}}, kv {s=1,h=4,d=8}).reuseBuffer(cache)
+  /// -> {s=64,h=4,d=8}
+  Tensor dynamicUpdateSlice(const std::vector<std::pair<Axis, Tensor>>& offsets, const Tensor& update,
+                            Loc loc = Loc::current()) const;
+  /// One axis of dynamicUpdateSlice: {s=64,d=8}.dynamicUpdateSlice1d("s", pos, {s=1,d=8}) -> {s=64,d=8}
+  Tensor dynamicUpdateSlice1d(Axis axis, const Tensor& offset, const Tensor& update, Loc loc = Loc::current()) const;
 
   // ---- convolution and pooling ----
 
@@ -383,6 +504,12 @@ struct ArgMax {
   extern template Tensor Tensor::fromValues<T>(const Platform&, Shape, const std::vector<T>&);
 RADIX_HOST_TYPES_BUT_FLOAT(RADIX_EXTERN_HOST)
 #undef RADIX_EXTERN_HOST
+/// A slice of one axis starting at a runtime offset: `start` is a scalar integer tensor, `len` static.
+struct DynSlice {
+  Tensor start;
+  int64_t len = 1;
+};
+
 extern template std::vector<float> Tensor::toVector<float>() const;
 extern template std::vector<bool> Tensor::toVector<bool>() const;
 extern template Tensor Tensor::fromValues<bool>(const Platform&, Shape, const std::vector<bool>&);
