@@ -283,7 +283,7 @@ std::vector<ErrorCase> errorCases() {
       {"broadcast_axis_count", {sh({3, 17})}, [](const Ts& x) { return x[0].broadcast(sh({3, 17}), {0}); }, "[broadcast]", "1 axes for {3,17}:f32"},
       {"broadcast_axis_range", {sh({3})}, [](const Ts& x) { return x[0].broadcast(sh({3, 17}), {2}); }, "[broadcast]", "axis 2 out of range for {3,17}:f32"},
       {"broadcast_axis_twice", {sh({3, 3})}, [](const Ts& x) { return x[0].broadcast(sh({3, 3}), {1, 1}); }, "[broadcast]", "{3,3}:f32 is targeted twice"},
-      {"reshape_count", {sh({3, 17})}, [](const Ts& x) { return x[0].reshape({50}); }, "[reshape]", "{3,17}:f32 (51 elements) to {50}:f32"},
+      {"reshape_count", {sh({3, 17})}, [](const Ts& x) { return x[0].reshape({50}); }, "[reshape]", "{3,17}:f32 (51 elements) to {50} (50 elements)"},
       {"transpose_duplicate", {sh({3, 17})}, [](const Ts& x) { return x[0].transpose({0, 0}); }, "[transpose]", "axis 0 appears twice in the permutation of {3,17}:f32"},
       {"transpose_length", {sh({3, 17})}, [](const Ts& x) { return x[0].transpose({0}); }, "[transpose]", "1 axes in the permutation of {3,17}:f32"},
       {"transpose_tag", {sh({3, 17}, {"b", "d"})}, [](const Ts& x) { return x[0].transpose({"d", "x"}); }, "[transpose]", "no axis tagged \"x\" in {b=3,d=17}:f32"},

@@ -382,6 +382,7 @@ Tensor Tensor::quickGelu(Loc l) const {
 }
 
 Tensor Tensor::convert(DType to, Loc l) const {
+  checkDType(to, "convert");
   TraceContext& c = detail::currentTrace("convert");
   auto loc = c.loc(l, "convert");
   Value r = convertValue(c, loc, c.value(*this, "convert"), dtype(), to, shape_);

@@ -160,8 +160,9 @@ Tensor Tensor::reshape(const std::vector<int64_t>& dims, Loc l) const {
       inferred = static_cast<int64_t>(i);
     } else if (dims[i] < 0) {
       throw opError(op, "negative dim " + std::to_string(dims[i]) + " in " + dimsStr(dims) + " for " + shape_.str());
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known) || known > Shape::kMaxBytes) {
+      throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " +
+                            dimsStr(dims) + ": the element count overflows");
     }
   }
   if (inferred >= 0) {
@@ -170,9 +171,10 @@ Tensor Tensor::reshape(const std::vector<int64_t>& dims, Loc l) const {
                             std::to_string(shape_.count()) + " elements)");
     resolved[inferred] = shape_.count() / known;
   }
+  if (inferred < 0 && known != shape_.count())
+    throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " +
+                          dimsStr(dims) + " (" + std::to_string(known) + " elements)");
   Shape out(resolved, dtype());
-  if (out.count() != shape_.count())
-    throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " + out.str());
   // Tags of the unchanged leading and trailing axes survive.
   const int64_t r = std::min(rank(), out.rank());
   int64_t prefix = 0, suffix = 0;
