@@ -226,6 +226,26 @@ TEST(Control, LoopInsideRadixCall) {
   (void)p;
 }
 
+struct Chooser {
+  Tensor scale;
+  // An ifElse inside a radix::call function, capturing the function's own values.
+  Tensor forward(const Tensor& pred, const Tensor& x) const {
+    return radix::ifElse(nonZero(pred), [&] { return x.mul(scale); }, [&] { return x.sub(scale); });
+  }
+};
+
+TEST(Control, IfElseInsideRadixCall) {
+  auto f = [](const Chooser& c, const Tensor& p, const Tensor& x) {
+    return radix::call(c, &Chooser::forward, p, x).add(radix::call(c, &Chooser::forward, p.addConstant(1), x));
+  };
+  Chooser c{scalarF32(4)};
+  auto exe = radix::compile(cpu(0), f, c, scalarI64(0), scalarF32(3));
+  EXPECT_EQ(exe(c, scalarI64(0), scalarF32(3)).toVector<float>(), std::vector<float>{-1 + 12});  // (3-4) + 3*4
+  EXPECT_EQ(exe(c, scalarI64(-1), scalarF32(3)).toVector<float>(), std::vector<float>{12 - 1});  // 3*4 + (3-4)
+  EXPECT_EQ(exe(c, scalarI64(5), scalarF32(3)).toVector<float>(), std::vector<float>{24});
+  EXPECT_EQ(count(exe.mlir(), "func.func private @Chooser_"), 1u) << exe.mlir();
+}
+
 // ---- errors ----
 
 TEST(Control, ErrorCondNotBoolScalar) {
