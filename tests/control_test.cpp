@@ -342,6 +342,14 @@ TEST(Control, ErrorRadixCallStillIsolated) {
   EXPECT_NE(e.find("belongs to another function than \"fn_"), std::string::npos) << e;
 }
 
+TEST(Control, ErrorOutsideCompile) {
+  const Tensor x = scalarF32(1);
+  std::string e = errorOf([&] { radix::whileLoop(x, [](const Tensor& v) { return v; }, [](const Tensor& v) { return v; }); });
+  EXPECT_TRUE(e.starts_with("[whileLoop] no compilation in progress")) << e;
+  e = errorOf([&] { radix::ifElse(x, [&] { return x; }, [&] { return x; }); });
+  EXPECT_TRUE(e.starts_with("[ifElse] no compilation in progress")) << e;
+}
+
 // After an error inside a region, the same trace goes on: the region's scope and blocks are gone.
 TEST(Control, TraceContinuesAfterRegionError) {
   auto f = [](const Tensor& x) {
