@@ -461,6 +461,59 @@ class Tensor {
   Tensor dynamicUpdateSlice1d(Axis axis, const Tensor& offset, const Tensor& update, Loc loc = Loc::current()) const;
 
   // ---- convolution and pooling ----
+  /// Layout and window of a convolution. Axes by index or tag; empty spatial lists mean the axes
+  /// left after batch and feature (kernel: output and input), in order; the i-th input spatial
+  /// axis slides over the i-th kernel spatial axis. Per-spatial-axis lists are empty (all 1,
+  /// padding 0) or have one entry per spatial axis.
+  struct ConvOptions {
+    std::vector<int64_t> strides;
+    std::vector<std::pair<int64_t, int64_t>> padding;  // (low, high) zeros per spatial axis
+    std::vector<int64_t> lhsDilation;                   // input dilation (transposed convolution)
+    std::vector<int64_t> rhsDilation;                   // kernel dilation
+    int64_t featureGroups = 1;                          // input features split in groups
+    Axis inputBatch = 0, inputFeature = 1;
+    std::vector<Axis> inputSpatial;
+    Axis kernelOutput = 0, kernelInput = 1;
+    std::vector<Axis> kernelSpatial;
+  };
+  /// N-d convolution (cross-correlation). The result keeps the input's layout and tags; its
+  /// feature axis has the kernel's output size, each spatial axis (lo + (n-1)*lhsDil + 1 + hi -
+  /// ((k-1)*rhsDil + 1)) / stride + 1. Kernel input size = input features / featureGroups.
+  /// Floats accumulate in f32. {b=2,c=4,h=9,w=9}.convolution({o=8,i=4,kh=3,kw=3}, {.strides = {2, 2}})
+  /// -> {b=2,c=8,h=4,w=4}
+  Tensor convolution(const Tensor& kernel, const ConvOptions& options, Loc loc = Loc::current()) const;
+  /// convolution of a rank-3 input by a rank-3 kernel: {2,4,17}.conv1d({8,4,3}, {}) -> {2,8,15}
+  Tensor conv1d(const Tensor& kernel, const ConvOptions& options, Loc loc = Loc::current()) const;
+  /// convolution of a rank-4 input by a rank-4 kernel; NHWC: {b=1,h=5,w=5,c=3}.conv2d({o=8,i=3,
+  /// kh=3,kw=3}, {.inputFeature = "c"}) -> {b=1,h=3,w=3,c=8}
+  Tensor conv2d(const Tensor& kernel, const ConvOptions& options, Loc loc = Loc::current()) const;
+
+  /// Window of a pooling op: the pooled axes, the window size along each, strides (empty: the
+  /// window), window dilations (empty: 1) and (low, high) padding (empty: none).
+  struct PoolOptions {
+    std::vector<Axis> axes;
+    std::vector<int64_t> window;
+    std::vector<int64_t> strides;
+    std::vector<int64_t> dilation;
+    std::vector<std::pair<int64_t, int64_t>> padding;
+  };
+  /// Max over each window; padding never wins. Each pooled axis becomes
+  /// (lo + n + hi - ((w-1)*dil + 1)) / stride + 1. {b=1,c=3,h=8,w=8}.maxPool({.axes = {"h", "w"},
+  /// .window = {2, 2}}) -> {b=1,c=3,h=4,w=4}
+  Tensor maxPool(const PoolOptions& options, Loc loc = Loc::current()) const;
+  /// Mean over each window (floats only, f32 accumulation); padding counts as zeros in the full
+  /// window size (PyTorch's count_include_pad). {17}.avgPool({.axes = {0}, .window = {3}}) -> {5}
+  Tensor avgPool(const PoolOptions& options, Loc loc = Loc::current()) const;
+
+  /// Interpolation of resize: nearest takes source floor(i * in / out); linear uses half-pixel
+  /// centers (source (i + 0.5) * in / out - 0.5, clamped), as PyTorch's align_corners=false.
+  enum class ResizeMode { nearest, linear };
+  /// Resizes axes to new sizes; linear on two axes is bilinear (floats only, f32 arithmetic).
+  /// {b=1,h=3,w=5}.resize({{"h", 6}, {"w", 2}}, ResizeMode::linear) -> {b=1,h=6,w=2}
+  Tensor resize(const std::vector<std::pair<Axis, int64_t>>& sizes, ResizeMode mode, Loc loc = Loc::current()) const;
+  /// Resizes axes by integer factors: {c=2,h=3,w=4}.upsample({{"h", 2}, {"w", 2}}) -> {c=2,h=6,w=8}
+  Tensor upsample(const std::vector<std::pair<Axis, int64_t>>& factors, ResizeMode mode = ResizeMode::nearest,
+                  Loc loc = Loc::current()) const;
 
   // ---- sort and sampling ----
 

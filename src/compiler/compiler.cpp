@@ -75,7 +75,7 @@ const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 const char* kBufferizePipeline =
     "convert-elementwise-to-linalg,"
     "func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,eliminate-empty-tensors,"
-    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "one-shot-bufferize{allow-return-allocs-from-loops bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
     "buffer-deallocation-pipeline,convert-bufferization-to-memref";
 
