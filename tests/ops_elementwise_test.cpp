@@ -621,6 +621,86 @@ std::vector<ErrorCase> errorCases() {
   return cases;
 }
 
+/// The new ops on a bound tensor `x` (f32 {d=3}) or `i` (i32 {d=3}), named as their errors should be.
+std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&)>>> newOps() {
+  using T = const Tensor&;
+  return {
+      {"[pow]", [](T x, T) { return x.pow(x); }},
+      {"[remainder]", [](T x, T) { return x.remainder(x); }},
+      {"[logicalAnd]", [](T, T i) { return i.logicalAnd(i); }},
+      {"[logicalOr]", [](T, T i) { return i.logicalOr(i); }},
+      {"[logicalXor]", [](T, T i) { return i.logicalXor(i); }},
+      {"[shiftLeft]", [](T, T i) { return i.shiftLeft(i); }},
+      {"[shiftRightLogical]", [](T, T i) { return i.shiftRightLogical(i); }},
+      {"[shiftRightArithmetic]", [](T, T i) { return i.shiftRightArithmetic(i); }},
+      {"[clamp]", [](T x, T) { return x.clamp(x, x); }},
+      {"[clamp]", [](T x, T) { return x.clamp(0, 1); }},
+      {"[sign]", [](T x, T) { return x.sign(); }},
+      {"[expm1]", [](T x, T) { return x.expm1(); }},
+      {"[log1p]", [](T x, T) { return x.log1p(); }},
+      {"[floor]", [](T x, T) { return x.floor(); }},
+      {"[ceil]", [](T x, T) { return x.ceil(); }},
+      {"[round]", [](T x, T) { return x.round(); }},
+      {"[roundNearestEven]", [](T x, T) { return x.roundNearestEven(); }},
+      {"[erf]", [](T x, T) { return x.erf(); }},
+      {"[isFinite]", [](T x, T) { return x.isFinite(); }},
+      {"[logicalNot]", [](T, T i) { return i.logicalNot(); }},
+      {"[popcnt]", [](T, T i) { return i.popcnt(); }},
+      {"[countLeadingZeros]", [](T, T i) { return i.countLeadingZeros(); }},
+      {"[leakyRelu]", [](T x, T) { return x.leakyRelu(0.1); }},
+      {"[elu]", [](T x, T) { return x.elu(1); }},
+      {"[silu]", [](T x, T) { return x.silu(); }},
+      {"[gelu]", [](T x, T) { return x.gelu(); }},
+      {"[geluErf]", [](T x, T) { return x.geluErf(); }},
+      {"[quickGelu]", [](T x, T) { return x.quickGelu(); }},
+      {"[bitCast]", [](T x, T) { return x.bitCast(DType::i32); }},
+      {"[subConstant]", [](T x, T) { return x.subConstant(1); }},
+      {"[divConstant]", [](T x, T) { return x.divConstant(2); }},
+      {"[powConstant]", [](T x, T) { return x.powConstant(2); }},
+      {"[fmod]", [](T x, T) { return x.fmod(2); }},
+      {"[eq]", [](T x, T) { return x.eq(x); }},
+      {"[ne]", [](T x, T) { return x.ne(0); }},
+      {"[lt]", [](T x, T) { return x.lt(x); }},
+      {"[le]", [](T x, T) { return x.le(0); }},
+      {"[gt]", [](T x, T) { return x.gt(x); }},
+      {"[ge]", [](T x, T) { return x.ge(0); }},
+      {"[select]", [](T x, T) {
+         static const Tensor cond = Tensor::fromValues(cpu(), sh({3}, {"d"}, DType::bool_), std::vector<int64_t>{1, 0, 1});
+         return cond.select(x, x);
+       }},
+      {"[triangular]", [](T x, T) { return x.triangular(0, 0, 0); }},
+      {"[oneHot]", [](T, T i) { return i.oneHot(4, "c", DType::f32); }},
+  };
+}
+
+TEST(OpsErrors, NewOpsOnBoundTensorOutsideCompile) {
+  const Tensor x = Tensor::fromValues(cpu(), sh({3}, {"d"}), std::vector<float>{1, 2, 3});
+  const Tensor i = Tensor::fromValues(cpu(), sh({3}, {"d"}, DType::i32), std::vector<int64_t>{1, 2, 3});
+  for (const auto& [prefix, op] : newOps()) {
+    SCOPED_TRACE(prefix);
+    // triangular checks its axes first (x has one axis).
+    expectError([&] { op(x, i); }, prefix, prefix == "[triangular]" ? "one axis" : "no compilation in progress");
+  }
+  expectError([] { Tensor::iota(sh({3}), 0); }, "[iota]", "no compilation in progress");
+  expectError([] { Tensor::arange(3, DType::i32); }, "[arange]", "no compilation in progress");
+  expectError([] { Tensor::arange(0, 3, 1, DType::i32); }, "[arange]", "no compilation in progress");
+  expectError([] { Tensor::linspace(0, 1, 3, DType::f32); }, "[linspace]", "no compilation in progress");
+  expectError([] { Tensor::constantTensor(sh({1}), {1}); }, "[constantTensor]", "no compilation in progress");
+  expectError([] { Tensor::causalMask(sh({2, 2}), 0, 1); }, "[causalMask]", "no compilation in progress");
+}
+
+TEST(OpsErrors, NewOpsOnBoundTensorCapturedInsideCompile) {
+  const Tensor x = Tensor::fromValues(cpu(), sh({3}, {"d"}), std::vector<float>{1, 2, 3});
+  const Tensor i = Tensor::fromValues(cpu(), sh({3}, {"d"}, DType::i32), std::vector<int64_t>{1, 2, 3});
+  const Tensor arg(sh({3}, {"d"}));
+  for (const auto& [prefix, op] : newOps()) {
+    SCOPED_TRACE(prefix);
+    if (prefix == "[triangular]") continue;  // its axes are checked first
+    auto fn = [&](const Tensor&) { return op(x, i); };
+    expectError([&] { radix::compile(cpu(), fn, arg); }, prefix, "is a device buffer that is not an argument");
+  }
+}
+
 }  // namespace
 
 RADIX_OPS_CASES("unary", unaryCases);

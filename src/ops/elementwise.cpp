@@ -407,12 +407,24 @@ Tensor Tensor::lt(const Tensor& o, Loc l) const { return compare(*this, o, Compa
 Tensor Tensor::le(const Tensor& o, Loc l) const { return compare(*this, o, Compare::le, "le", l); }
 Tensor Tensor::gt(const Tensor& o, Loc l) const { return compare(*this, o, Compare::gt, "gt", l); }
 Tensor Tensor::ge(const Tensor& o, Loc l) const { return compare(*this, o, Compare::ge, "ge", l); }
-Tensor Tensor::eq(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::eq, "eq", l); }
-Tensor Tensor::ne(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::ne, "ne", l); }
-Tensor Tensor::lt(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::lt, "lt", l); }
-Tensor Tensor::le(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::le, "le", l); }
-Tensor Tensor::gt(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::gt, "gt", l); }
-Tensor Tensor::ge(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::ge, "ge", l); }
+Tensor Tensor::eq(double v, Loc l) const {
+  return renamingErrors("eq", [&] { return compare(*this, scalar(v, dtype(), l), Compare::eq, "eq", l); });
+}
+Tensor Tensor::ne(double v, Loc l) const {
+  return renamingErrors("ne", [&] { return compare(*this, scalar(v, dtype(), l), Compare::ne, "ne", l); });
+}
+Tensor Tensor::lt(double v, Loc l) const {
+  return renamingErrors("lt", [&] { return compare(*this, scalar(v, dtype(), l), Compare::lt, "lt", l); });
+}
+Tensor Tensor::le(double v, Loc l) const {
+  return renamingErrors("le", [&] { return compare(*this, scalar(v, dtype(), l), Compare::le, "le", l); });
+}
+Tensor Tensor::gt(double v, Loc l) const {
+  return renamingErrors("gt", [&] { return compare(*this, scalar(v, dtype(), l), Compare::gt, "gt", l); });
+}
+Tensor Tensor::ge(double v, Loc l) const {
+  return renamingErrors("ge", [&] { return compare(*this, scalar(v, dtype(), l), Compare::ge, "ge", l); });
+}
 
 Tensor Tensor::select(const Tensor& onTrue, const Tensor& onFalse, Loc l) const {
   TraceContext& c = detail::currentTrace("select");
