@@ -98,7 +98,7 @@ Tensor Tensor::constantTensor(const Shape& shape, const std::vector<double>& val
                                         std::to_string(shape.count()));
   std::vector<mlir::Attribute> attrs;
   attrs.reserve(values.size());
-  for (double v : values) attrs.push_back(scalarAttr(c, shape.dtype(), representable(shape.dtype(), v)));
+  for (double v : values) attrs.push_back(scalarAttr(c, shape.dtype(), v));
   auto type = c.tensorType(shape);
   Value r = arith::ConstantOp::create(c.builder(), c.loc(l, "constantTensor"), type, mlir::DenseElementsAttr::get(type, attrs));
   return c.wrap(r, shape);

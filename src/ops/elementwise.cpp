@@ -448,12 +448,12 @@ Tensor Tensor::select(const Tensor& onTrue, const Tensor& onFalse, Loc l) const 
 Tensor Tensor::scalar(double value, DType dtype, Loc l) {
   TraceContext& c = detail::currentTrace("scalar");
   Shape s({}, dtype);
-  return c.wrap(splat(c, c.loc(l, "scalar"), s, representable(dtype, value)), s);
+  return c.wrap(splat(c, c.loc(l, "scalar"), s, value), s);
 }
 
 Tensor Tensor::constant(const Shape& shape, double value, Loc l) {
   TraceContext& c = detail::currentTrace("constant");
-  return c.wrap(splat(c, c.loc(l, "constant"), shape, representable(shape.dtype(), value)), shape);
+  return c.wrap(splat(c, c.loc(l, "constant"), shape, value), shape);
 }
 
 Tensor Tensor::addConstant(double v, Loc l) const {
