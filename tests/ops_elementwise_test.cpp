@@ -603,6 +603,8 @@ std::vector<ErrorCase> errorCases() {
       {"clamp_dims", {sh({3}), sh({4}), sh({})}, [](const Ts& x) { return x[0].clamp(x[1], x[2]); }, "[clamp]", "{3}:f32 and {4}:f32"},
       {"clamp_dtype", {sh({3}), sh({}), sh({}, f16)}, [](const Ts& x) { return x[0].clamp(x[1], x[2]); }, "[clamp]", "{3}:f32 and {}:f16"},
       {"bitCast_width", {sh({3})}, [](const Ts& x) { return x[0].bitCast(DType::f16); }, "[bitCast]", "{3}:f32 to f16"},
+      {"bitCast_invalid_dtype", {sh({3})}, [](const Ts& x) { return x[0].bitCast(static_cast<DType>(13)); }, "[bitCast]", "invalid DType 13"},
+      {"convert_invalid_dtype", {sh({3})}, [](const Ts& x) { return x[0].convert(static_cast<DType>(13)); }, "[convert]", "invalid DType 13"},
       {"bitCast_bool", {sh({3}, DType::u8)}, [](const Ts& x) { return x[0].bitCast(DType::bool_); }, "[bitCast]", "{3}:u8 to bool"},
       {"eq_dtype", {sh({3}), sh({3}, f16)}, [](const Ts& x) { return x[0].eq(x[1]); }, "[eq]", "{3}:f32 and {3}:f16"},
       {"ne_dims", {sh({3}), sh({4})}, [](const Ts& x) { return x[0].ne(x[1]); }, "[ne]", "{3}:f32 and {4}:f32"},

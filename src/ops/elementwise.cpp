@@ -383,21 +383,23 @@ Tensor Tensor::quickGelu(Loc l) const {
 
 Tensor Tensor::convert(DType to, Loc l) const {
   TraceContext& c = detail::currentTrace("convert");
+  const Shape out = renamingErrors("convert", [&] { return shape_.withDtype(to); });  // checks `to`
   auto loc = c.loc(l, "convert");
   Value r = convertValue(c, loc, c.value(*this, "convert"), dtype(), to, shape_);
-  return c.wrap(r, shape_.withDtype(to));
+  return c.wrap(r, out);
 }
 
 Tensor Tensor::bitCast(DType to, Loc l) const {
   TraceContext& c = detail::currentTrace("bitCast");
+  const Shape out = renamingErrors("bitCast", [&] { return shape_.withDtype(to); });  // checks `to`
   if (dtype() == DType::bool_ || to == DType::bool_ || sizeOf(dtype()) != sizeOf(to))
     throw opError("bitCast", "needs dtypes of one width (bool excluded), got " + shape_.str() + " to " +
                                  std::string(name(to)));
   auto loc = c.loc(l, "bitCast");
   Value x = c.value(*this, "bitCast");
   if (to == dtype()) return c.wrap(x, shape_);
-  Value r = arith::BitcastOp::create(c.builder(), loc, c.tensorType(shape_.withDtype(to)), x);
-  return c.wrap(r, shape_.withDtype(to));
+  Value r = arith::BitcastOp::create(c.builder(), loc, c.tensorType(out), x);
+  return c.wrap(r, out);
 }
 
 // ---- comparisons, logic and selection ----
