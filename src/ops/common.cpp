@@ -194,15 +194,4 @@ mlir::Value convertValue(TraceContext& c, mlir::Location loc, mlir::Value x, DTy
   return mlir::arith::ExtUIOp::create(b, loc, type, x);
 }
 
-double representable(DType dtype, double v) {
-  if (isFloat(dtype) || dtype == DType::bool_) return v;
-  if (std::isnan(v)) return 0;
-  const int bits = static_cast<int>(sizeOf(dtype) * 8);
-  // 64 bits: the largest double below 2^63, which scalarAttr's int64_t holds (u64 included).
-  const double hi = bits == 64 ? std::nextafter(std::ldexp(1.0, 63), 0.0)
-                               : std::ldexp(1.0, isSignedInt(dtype) ? bits - 1 : bits) - 1;
-  const double lo = isSignedInt(dtype) ? -std::ldexp(1.0, bits - 1) : 0;
-  return std::clamp(v, lo, hi);
-}
-
 }  // namespace radix::ops

@@ -59,8 +59,4 @@ auto renamingErrors(const char* op, F&& f) -> decltype(f()) {
   }
 }
 
-/// `v` as a constant of `dtype` can hold it: integers saturate to their range and NaN gives 0
-/// (as convert), so that scalarAttr never converts an out-of-range double. Floats and bool unchanged.
-double representable(DType dtype, double v);
-
 }  // namespace radix::ops

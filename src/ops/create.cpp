@@ -40,7 +40,7 @@ Tensor Tensor::iota(const Shape& shape, Axis axis, Loc l) {
   if (shape.dtype() == DType::bool_) throw opError("iota", "needs a numeric dtype, got " + shape.str());
   const int64_t ax = shape.axis(axis, "iota");
   auto loc = c.loc(l, "iota");
-  const Shape wide = shape.withDtype(DType::i64);
+  const Shape wide = renamingErrors("iota", [&] { return shape.withDtype(DType::i64); });  // may be too large
   Value r = generateAlong(c, loc, wide, ax, [](mlir::OpBuilder&, mlir::Location, Value i) { return i; });
   return c.wrap(convertValue(c, loc, r, DType::i64, shape.dtype(), shape), shape);
 }
@@ -59,7 +59,8 @@ Tensor Tensor::arange(int64_t start, int64_t end, int64_t step, DType dtype, Loc
   const __int128 n = (span == 0 || (span > 0) != (step > 0)) ? 0 : (span + step - (step > 0 ? 1 : -1)) / step;
   if (n > std::numeric_limits<int64_t>::max())
     throw opError("arange", "too many values from " + std::to_string(start) + " to " + std::to_string(end));
-  const Shape shape({static_cast<int64_t>(n)}, dtype), wide = shape.withDtype(DType::i64);
+  const Shape shape = renamingErrors("arange", [&] { return Shape({static_cast<int64_t>(n)}, dtype); });
+  const Shape wide = shape.withDtype(DType::i64);
   auto loc = c.loc(l, "arange");
   Value r = generateAlong(c, loc, wide, 0, [&](mlir::OpBuilder& b, mlir::Location ll, Value i) -> Value {
     Value s = arith::ConstantOp::create(b, ll, b.getI64IntegerAttr(step));
@@ -76,7 +77,8 @@ Tensor Tensor::linspace(double start, double end, int64_t n, DType dtype, Loc l)
   if (!std::isfinite(start) || !std::isfinite(end))
     throw opError("linspace", "needs finite bounds, got " + std::to_string(start) + " and " + std::to_string(end));
   const double step = n > 1 ? (end - start) / static_cast<double>(n - 1) : 0;
-  const Shape shape({n}, dtype), wide = shape.withDtype(DType::f64);
+  const Shape shape = renamingErrors("linspace", [&] { return Shape({n}, dtype); });
+  const Shape wide = shape.withDtype(DType::f64);
   auto loc = c.loc(l, "linspace");
   // The second half counts back from end, so that the last value is end exactly (as PyTorch); n = 1 gives start.
   Value r = generateAlong(c, loc, wide, 0, [&](mlir::OpBuilder& b, mlir::Location ll, Value i) -> Value {
@@ -98,7 +100,7 @@ Tensor Tensor::constantTensor(const Shape& shape, const std::vector<double>& val
                                         std::to_string(shape.count()));
   std::vector<mlir::Attribute> attrs;
   attrs.reserve(values.size());
-  for (double v : values) attrs.push_back(scalarAttr(c, shape.dtype(), representable(shape.dtype(), v)));
+  for (double v : values) attrs.push_back(scalarAttr(c, shape.dtype(), v));
   auto type = c.tensorType(shape);
   Value r = arith::ConstantOp::create(c.builder(), c.loc(l, "constantTensor"), type, mlir::DenseElementsAttr::get(type, attrs));
   return c.wrap(r, shape);
@@ -127,6 +129,7 @@ Tensor Tensor::oneHot(int64_t numClasses, Tag tag, DType to, Loc l) const {
   if (isFloat(dtype()) || dtype() == DType::bool_)
     throw opError("oneHot", "needs integer class indices, got " + shape_.str());
   if (numClasses < 0) throw opError("oneHot", "needs numClasses >= 0, got " + std::to_string(numClasses));
+  renamingErrors("oneHot", [&] { return shape_.withDtype(to); });  // checks `to`
   if (rank() >= Shape::kMaxRank) throw opError("oneHot", "no room for a new axis in " + shape_.str());
   if (!tag.empty() && shape_.hasTag(tag) >= 0)
     throw opError("oneHot", "tag " + quote(tag.name()) + " is already an axis of " + shape_.str());

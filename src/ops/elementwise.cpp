@@ -384,21 +384,23 @@ Tensor Tensor::quickGelu(Loc l) const {
 Tensor Tensor::convert(DType to, Loc l) const {
   checkDType(to, "convert");
   TraceContext& c = detail::currentTrace("convert");
+  const Shape out = renamingErrors("convert", [&] { return shape_.withDtype(to); });  // checks `to`
   auto loc = c.loc(l, "convert");
   Value r = convertValue(c, loc, c.value(*this, "convert"), dtype(), to, shape_);
-  return c.wrap(r, shape_.withDtype(to));
+  return c.wrap(r, out);
 }
 
 Tensor Tensor::bitCast(DType to, Loc l) const {
   TraceContext& c = detail::currentTrace("bitCast");
+  const Shape out = renamingErrors("bitCast", [&] { return shape_.withDtype(to); });  // checks `to`
   if (dtype() == DType::bool_ || to == DType::bool_ || sizeOf(dtype()) != sizeOf(to))
     throw opError("bitCast", "needs dtypes of one width (bool excluded), got " + shape_.str() + " to " +
                                  std::string(name(to)));
   auto loc = c.loc(l, "bitCast");
   Value x = c.value(*this, "bitCast");
   if (to == dtype()) return c.wrap(x, shape_);
-  Value r = arith::BitcastOp::create(c.builder(), loc, c.tensorType(shape_.withDtype(to)), x);
-  return c.wrap(r, shape_.withDtype(to));
+  Value r = arith::BitcastOp::create(c.builder(), loc, c.tensorType(out), x);
+  return c.wrap(r, out);
 }
 
 // ---- comparisons, logic and selection ----
@@ -408,12 +410,24 @@ Tensor Tensor::lt(const Tensor& o, Loc l) const { return compare(*this, o, Compa
 Tensor Tensor::le(const Tensor& o, Loc l) const { return compare(*this, o, Compare::le, "le", l); }
 Tensor Tensor::gt(const Tensor& o, Loc l) const { return compare(*this, o, Compare::gt, "gt", l); }
 Tensor Tensor::ge(const Tensor& o, Loc l) const { return compare(*this, o, Compare::ge, "ge", l); }
-Tensor Tensor::eq(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::eq, "eq", l); }
-Tensor Tensor::ne(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::ne, "ne", l); }
-Tensor Tensor::lt(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::lt, "lt", l); }
-Tensor Tensor::le(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::le, "le", l); }
-Tensor Tensor::gt(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::gt, "gt", l); }
-Tensor Tensor::ge(double v, Loc l) const { return compare(*this, scalar(v, dtype(), l), Compare::ge, "ge", l); }
+Tensor Tensor::eq(double v, Loc l) const {
+  return renamingErrors("eq", [&] { return compare(*this, scalar(v, dtype(), l), Compare::eq, "eq", l); });
+}
+Tensor Tensor::ne(double v, Loc l) const {
+  return renamingErrors("ne", [&] { return compare(*this, scalar(v, dtype(), l), Compare::ne, "ne", l); });
+}
+Tensor Tensor::lt(double v, Loc l) const {
+  return renamingErrors("lt", [&] { return compare(*this, scalar(v, dtype(), l), Compare::lt, "lt", l); });
+}
+Tensor Tensor::le(double v, Loc l) const {
+  return renamingErrors("le", [&] { return compare(*this, scalar(v, dtype(), l), Compare::le, "le", l); });
+}
+Tensor Tensor::gt(double v, Loc l) const {
+  return renamingErrors("gt", [&] { return compare(*this, scalar(v, dtype(), l), Compare::gt, "gt", l); });
+}
+Tensor Tensor::ge(double v, Loc l) const {
+  return renamingErrors("ge", [&] { return compare(*this, scalar(v, dtype(), l), Compare::ge, "ge", l); });
+}
 
 Tensor Tensor::select(const Tensor& onTrue, const Tensor& onFalse, Loc l) const {
   TraceContext& c = detail::currentTrace("select");
@@ -437,12 +451,12 @@ Tensor Tensor::select(const Tensor& onTrue, const Tensor& onFalse, Loc l) const 
 Tensor Tensor::scalar(double value, DType dtype, Loc l) {
   TraceContext& c = detail::currentTrace("scalar");
   Shape s({}, dtype);
-  return c.wrap(splat(c, c.loc(l, "scalar"), s, representable(dtype, value)), s);
+  return c.wrap(splat(c, c.loc(l, "scalar"), s, value), s);
 }
 
 Tensor Tensor::constant(const Shape& shape, double value, Loc l) {
   TraceContext& c = detail::currentTrace("constant");
-  return c.wrap(splat(c, c.loc(l, "constant"), shape, representable(shape.dtype(), value)), shape);
+  return c.wrap(splat(c, c.loc(l, "constant"), shape, value), shape);
 }
 
 Tensor Tensor::addConstant(double v, Loc l) const {
