@@ -378,6 +378,80 @@ std::vector<ErrorCase> errorCases() {
   };
 }
 
+size_t countOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+std::string irOf(Tensor (*fn)(const Tensor&), const Shape& shape) { return radix::compile(cpu(), fn, Tensor(shape)).mlir(); }
+
+TEST(OpsReduce, ArgMaxIsOneGenericWithTwoOutputs) {
+  const std::string ir = irOf([](const Tensor& x) { return x.argMax(1).indices; }, sh({3, 17}));
+  EXPECT_EQ(countOf(ir, "linalg.generic"), 1u) << ir;
+  EXPECT_EQ(countOf(ir, "linalg.index 1"), 1u) << ir;
+  EXPECT_NE(ir.find("-> (tensor<3xf32>, tensor<3xi32>)"), std::string::npos) << ir;
+}
+
+TEST(OpsReduce, ShortScanIsOneGenericLongScanIsALoop) {
+  const std::string shortIr = irOf([](const Tensor& x) { return x.cumulativeSum(1); }, sh({3, 16}));
+  EXPECT_EQ(countOf(shortIr, "linalg.generic"), 1u) << shortIr;
+  EXPECT_EQ(countOf(shortIr, "scf.for"), 0u) << shortIr;
+  const std::string longIr = irOf([](const Tensor& x) { return x.cumulativeSum(1); }, sh({3, 17}));
+  EXPECT_EQ(countOf(longIr, "scf.for"), 1u) << longIr;
+  EXPECT_EQ(countOf(longIr, "linalg.transpose"), 2u) << longIr;
+  const std::string firstIr = irOf([](const Tensor& x) { return x.cumulativeSum(0); }, sh({17, 3}));
+  EXPECT_EQ(countOf(firstIr, "linalg.transpose"), 0u) << firstIr;
+}
+
+TEST(OpsReduce, HalfSumsAccumulateInF32) {
+  const std::string ir = irOf([](const Tensor& x) { return x.sum(1); }, sh({3, 17}, DType::bf16));
+  EXPECT_NE(ir.find("linalg.reduce ins(%0 : tensor<3x17xf32>)"), std::string::npos) << ir;
+  const std::string maxIr = irOf([](const Tensor& x) { return x.max(1); }, sh({3, 17}, DType::bf16));
+  EXPECT_EQ(maxIr.find("f32"), std::string::npos) << maxIr;
+}
+
+/// Each op of this family on a tensor, named as its errors should be.
+std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> familyOps() {
+  return {
+      {"[sum]", [](const Tensor& x) { return x.sum(std::vector<Axis>{0}); }},
+      {"[max]", [](const Tensor& x) { return x.max(std::vector<Axis>{0}); }},
+      {"[min]", [](const Tensor& x) { return x.min(0); }},
+      {"[mean]", [](const Tensor& x) { return x.mean(0); }},
+      {"[prod]", [](const Tensor& x) { return x.prod(0); }},
+      {"[argMax]", [](const Tensor& x) { return x.argMax(0).values; }},
+      {"[argMin]", [](const Tensor& x) { return x.argMin(0).indices; }},
+      {"[cumulativeSum]", [](const Tensor& x) { return x.cumulativeSum(0); }},
+      {"[cumulativeMax]", [](const Tensor& x) { return x.cumulativeMax(0); }},
+      {"[cumulativeMin]", [](const Tensor& x) { return x.cumulativeMin(0); }},
+      {"[cumulativeProd]", [](const Tensor& x) { return x.cumulativeProd(0); }},
+      {"[logSumExp]", [](const Tensor& x) { return x.logSumExp(0); }},
+      {"[softmax]", [](const Tensor& x) { return x.softmax(0); }},
+      {"[logSoftmax]", [](const Tensor& x) { return x.logSoftmax(0); }},
+  };
+}
+
+TEST(OpsReduce, BoundTensorOutsideCompile) {
+  const Tensor x = Tensor::fromValues(cpu(), sh({3}, {"d"}), std::vector<float>{1, 2, 3});
+  for (const auto& [prefix, op] : familyOps()) {
+    SCOPED_TRACE(prefix);
+    expectError([&] { op(x); }, prefix, "no compilation in progress");
+  }
+  const Tensor b = Tensor::fromValues(cpu(), sh({3}, DType::bool_), std::vector<float>{1, 0, 1});
+  expectError([&] { b.any(0); }, "[any]", "no compilation in progress");
+  expectError([&] { b.all(0); }, "[all]", "no compilation in progress");
+}
+
+TEST(OpsReduce, BoundTensorCapturedInsideCompile) {
+  const Tensor x = Tensor::fromValues(cpu(), sh({3}, {"d"}), std::vector<float>{1, 2, 3});
+  const Tensor arg(sh({3}, {"d"}));
+  for (const auto& [prefix, op] : familyOps()) {
+    SCOPED_TRACE(prefix);
+    auto fn = [&](const Tensor&) { return op(x); };
+    expectError([&] { radix::compile(cpu(), fn, arg); }, prefix, "{d=3}:f32 is a device buffer that is not an argument");
+  }
+}
+
 }  // namespace
 
 RADIX_OPS_CASES("reduce", reduceCases);

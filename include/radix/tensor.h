@@ -169,7 +169,8 @@ class Tensor {
 
   // ---- more reductions (multi-axis, arg, scans, softmax) ----
   // Reductions keep each reduced axis with size 1, with its tag; a list of axes reduces them all
-  // (an empty list reduces nothing; an axis given twice is an error).
+  // (an empty list reduces nothing; an axis given twice is an error). One axis in braces, sum({1}),
+  // is ambiguous between the overloads: write sum(1).
   /// Sum over several axes: {b=2,s=3,d=8}.sum({"s","d"}) -> {b=2,s=1,d=1}
   Tensor sum(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
   /// Max over several axes: {2,3,8}.max({0,2}) -> {1,3,1}
