@@ -109,6 +109,28 @@ Ref softRef(int64_t axis, Soft kind) {
   };
 }
 
+/// softmax with exp(bias) added to each row's denominator; bias has x's rank (axis at size 1) or is
+/// a scalar. A row where x and bias are all -inf gives 0.
+Ref softmaxBiasedRef(int64_t axis) {
+  return [=](const std::vector<Host>& in) {
+    const Host &x = in[0], &bias = in[1];
+    Dims outDims = x.dims;
+    outDims[axis] = 1;
+    std::vector<double> sums;
+    forEachRow(x, {axis}, [&](const Dims& o, const Vals& row) {
+      double s = std::exp(bias.v[offsetOf(bias.dims, o)]);
+      for (double v : row) s += std::exp(v);
+      sums.push_back(s);
+    });
+    Vals out;
+    forEachIndex(x.dims, [&](const Dims& i) {
+      const double v = x.v[offsetOf(x.dims, i)], s = sums[offsetOf(outDims, i)];
+      out.push_back(s == 0 ? 0 : std::exp(v) / s);
+    });
+    return out;
+  };
+}
+
 /// One row per dtype, as Case::dtypes, but `out` keeps its dtype (i32 indices).
 void addPerDtype(std::vector<Case>& rows, const Case& c, const std::vector<DType>& dtypes) {
   for (DType d : dtypes) {
@@ -345,6 +367,15 @@ std::vector<Case> softmaxCases() {
     rows.push_back({n + "_inf", {sh({3, 3})}, softOp(kind, 1), softRef(1, kind), out(sh({3, 3}), 1), F, 0, 1,
                     {{1, -inf, 2, -inf, -inf, -inf, 1, nan, 2}}});
   }
+  auto biased = [](Axis a) { return Op([=](const Ts& x) { return x[0].softmaxBiased(a, x[1]); }); };
+  rows.push_back({"softmax_biased_last", {sh({3, 17}), sh({3, 1})}, biased(1), softmaxBiasedRef(1), sh({3, 17}), F, -5, 5});
+  rows.push_back({"softmax_biased_first", {sh({7, 3}), sh({1, 3})}, biased(0), softmaxBiasedRef(0), sh({7, 3}), F, -5, 5});
+  rows.push_back({"softmax_biased_scalar", {sh({129}), sh({})}, biased(0), softmaxBiasedRef(0), sh({129}), F, -5, 5});
+  rows.push_back({"softmax_biased_tag", {sh({3, 17, 5}, kBSD), sh({3, 1, 5}, kBSD)}, biased("s"), softmaxBiasedRef(1), sh({3, 17, 5}, kBSD), F});
+  rows.push_back({"softmax_biased_large", {sh({3, 17}), sh({3, 1})}, biased(1), softmaxBiasedRef(1), sh({3, 17}), {DType::f32}, 80, 100});
+  // Rows: bias 0 against a -inf, bias 1 against all -inf (all weight on the sink), all -inf.
+  rows.push_back({"softmax_biased_inf", {sh({3, 3}), sh({3, 1})}, biased(1), softmaxBiasedRef(1), sh({3, 3}), F, 0, 1,
+                  {{1, -inf, 2, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 1, -inf}}});
   return rows;
 }
 
@@ -374,6 +405,9 @@ std::vector<ErrorCase> errorCases() {
       {"softmax_int", {sh({3}, i32)}, [](const Ts& x) { return x[0].softmax(0); }, "[softmax]", "needs a float tensor, got {3}:i32"},
       {"softmax_axis", {sh({3, 17})}, [](const Ts& x) { return x[0].softmax(2); }, "[softmax]", "axis 2 out of range for {3,17}:f32"},
       {"logsumexp_tag", {sh({3, 17}, {"b", "d"})}, [](const Ts& x) { return x[0].logSumExp("s"); }, "[logSumExp]", "no axis tagged \"s\" in {b=3,d=17}:f32"},
+      {"softmax_biased_int", {sh({3}, i32), sh({})}, [](const Ts& x) { return x[0].softmaxBiased(0, x[1]); }, "[softmaxBiased]", "needs a float tensor, got {3}:i32"},
+      {"softmax_biased_bias", {sh({3, 17}), sh({4, 1})}, [](const Ts& x) { return x[0].softmaxBiased(1, x[1]); }, "[softmaxBiased]", "{4,1}:f32"},
+      {"softmax_biased_axis", {sh({3, 17}), sh({})}, [](const Ts& x) { return x[0].softmaxBiased(2, x[1]); }, "[softmaxBiased]", "axis 2 out of range for {3,17}:f32"},
       {"logsoftmax_bool", {sh({3}, b)}, [](const Ts& x) { return x[0].logSoftmax(0); }, "[logSoftmax]", "needs a float tensor, got {3}:bool"},
   };
 }
@@ -428,6 +462,11 @@ std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> family
       {"[logSumExp]", [](const Tensor& x) { return x.logSumExp(0); }},
       {"[softmax]", [](const Tensor& x) { return x.softmax(0); }},
       {"[logSoftmax]", [](const Tensor& x) { return x.logSoftmax(0); }},
+      {"[softmaxBiased]",
+       [](const Tensor& x) {
+         static const Tensor bias = Tensor::fromValues(cpu(), sh({}), std::vector<float>{0});
+         return x.softmaxBiased(0, bias);
+       }},
   };
 }
 

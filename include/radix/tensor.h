@@ -208,6 +208,10 @@ class Tensor {
   /// exp(x) / sum(exp(x)) over an axis, shifted by the max (floats only; f16/bf16 compute in f32);
   /// a row of only -inf gives 0s, as in ZML: {b=2,d=8}.softmax("d") -> {b=2,d=8}
   Tensor softmax(Axis axis, Loc loc = Loc::current()) const;
+  /// exp(x) / (sum(exp(x)) + exp(bias)) over an axis (an attention sink), shifted by
+  /// max(max(x), bias); `bias` is converted to x's dtype and broad()cast to x's shape with the axis
+  /// at size 1: {h=8,q=4,k=16}.softmaxBiased("k", {h=8}) -> {h=8,q=4,k=16}
+  Tensor softmaxBiased(Axis axis, const Tensor& bias, Loc loc = Loc::current()) const;
   /// x - logSumExp(x) over an axis (floats only): {b=2,d=8}.logSoftmax("d") -> {b=2,d=8}
   Tensor logSoftmax(Axis axis, Loc loc = Loc::current()) const;
   /// Inclusive running sum along an axis (f16/bf16 accumulate in f32; O(n^2) work for an axis of

@@ -399,6 +399,19 @@ Tensor Tensor::softmax(Axis axis, Loc l) const {
   });
 }
 
+Tensor Tensor::softmaxBiased(Axis axis, const Tensor& bias, Loc l) const {
+  return renamingErrors("softmaxBiased", [&] {
+    const Tensor x = widened(*this, "softmaxBiased", l);
+    const Tensor rowMax = x.max(axis, l);
+    const Tensor b = (bias.dtype() == x.dtype() ? bias : bias.convert(x.dtype(), l)).broad(rowMax.shape(), l);
+    const Tensor m = rowMax.maximum(b, l);
+    const Tensor shift = finiteOrZero(m, "softmaxBiased", l);
+    const Tensor e = x.sub(shift, l).exp(l);
+    const Tensor denominator = e.sum(axis, l).add(b.sub(shift, l).exp(l), l);
+    return narrowed(zeroOnMinusInfRows(e.div(denominator, l), m, "softmaxBiased", l), dtype(), l);
+  });
+}
+
 Tensor Tensor::logSoftmax(Axis axis, Loc l) const {
   return renamingErrors("logSoftmax", [&] {
     const Tensor x = widened(*this, "logSoftmax", l);
