@@ -290,6 +290,10 @@ std::vector<Case> argCases() {
         {DType::i32});
     add({"argmax_small" + what, {sh({7, 17})}, argMaxOp(1, idx), argRef(1, true, idx), sh({7, 1}, DType::i32), {}, 0, 4},
         {DType::u8});
+    // Bools: the first true, else index 0.
+    add({"argmax_bool" + what, {sh({3, 4})}, argMaxOp(1, idx), argRef(1, true, idx), sh({3, 1}, DType::i32), {}, 0, 1,
+         {{0, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1}}},
+        {DType::bool_});
     // Given rows: ties, a row of one value, NaN anywhere (first NaN wins), -inf only, +inf.
     const Vals ties = {1, 3, 3, 2, 3,  -1, -1, -1, -1, -1,  2, nan, 5, nan, 1,  -inf, -inf, -inf, -inf, -inf,
                        0, 1, inf, 1, inf,  4, 2, 2, 4, nan};
