@@ -300,7 +300,9 @@ Tensor scan(const Tensor& a, Axis axis, Reduce kind, const char* op, const std::
   mlir::Value x = convertValue(c, loc, c.value(a, op), d, acc, s);
   const Shape wide = s.withDtype(acc);
   mlir::Value r;
-  if (s.dim(ax) <= kMaxQuadraticScan) {
+  if (s.count() == 0) {
+    r = emptyLike(c, loc, wide);  // nothing to scan (and slices of a zero-size axis would not verify)
+  } else if (s.dim(ax) <= kMaxQuadraticScan) {
     r = scanQuadratic(c, loc, x, wide, ax, kind);
   } else if (ax == 0) {
     r = scanLoop(c, loc, x, wide, 0, kind);
