@@ -109,6 +109,28 @@ Ref softRef(int64_t axis, Soft kind) {
   };
 }
 
+/// softmax with exp(bias) added to each row's denominator; bias has x's rank (axis at size 1) or is
+/// a scalar. A row where x and bias are all -inf gives 0.
+Ref softmaxBiasedRef(int64_t axis) {
+  return [=](const std::vector<Host>& in) {
+    const Host &x = in[0], &bias = in[1];
+    Dims outDims = x.dims;
+    outDims[axis] = 1;
+    std::vector<double> sums;
+    forEachRow(x, {axis}, [&](const Dims& o, const Vals& row) {
+      double s = std::exp(bias.v[offsetOf(bias.dims, o)]);
+      for (double v : row) s += std::exp(v);
+      sums.push_back(s);
+    });
+    Vals out;
+    forEachIndex(x.dims, [&](const Dims& i) {
+      const double v = x.v[offsetOf(x.dims, i)], s = sums[offsetOf(outDims, i)];
+      out.push_back(s == 0 ? 0 : std::exp(v) / s);
+    });
+    return out;
+  };
+}
+
 /// One row per dtype, as Case::dtypes, but `out` keeps its dtype (i32 indices).
 void addPerDtype(std::vector<Case>& rows, const Case& c, const std::vector<DType>& dtypes) {
   for (DType d : dtypes) {
@@ -219,8 +241,10 @@ std::vector<Case> axesCases() {
       {"prod_axes", {sh({3, 7, 5})}, reduceOp(Kind::prod, {0, 2}), reduceAxesRef({0, 2}, Kind::prod), sh({1, 7, 1}), F, 0.8, 1.2},
       {"any_axes", {sh({3, 7, 5}, b)}, reduceOp(Kind::any, {0, 2}), reduceAxesRef({0, 2}, Kind::any), sh({1, 7, 1}, b), {}, 0, 1.04},
       {"all_axes", {sh({3, 7, 5}, b)}, reduceOp(Kind::all, {0, 2}), reduceAxesRef({0, 2}, Kind::all), sh({1, 7, 1}, b), {}, 0.96, 2},
-      // Empty reduced axes give the identity; mean of nothing is NaN. (Inputs keep their zero
-      // axis first: MLIR's bare-pointer calling convention rejects a memref<3x0xf32> argument.)
+      // Empty reduced axes give the identity; mean of nothing is NaN.
+      {"sum_empty_last", {sh({3, 0})}, sumOp(1), filledWith(3, 0), sh({3, 1}), F},
+      {"max_empty_last", {sh({3, 0})}, maxOp(-1), filledWith(3, -INFINITY), sh({3, 1}), F},
+      {"all_empty_last", {sh({3, 0}, b)}, allOp(1), filledWith(3, 1), sh({3, 1}, b)},
       {"sum_empty", {sh({0, 3})}, sumOp(0), filledWith(3, 0), sh({1, 3}), F},
       {"sum_empty_kept", {sh({0, 5})}, sumOp(1), filledWith(0, 0), sh({0, 1}), F},
       {"prod_empty", {sh({0, 3})}, prodOp(0), filledWith(3, 1), sh({1, 3}), F},
@@ -268,6 +292,10 @@ std::vector<Case> argCases() {
         {DType::i32});
     add({"argmax_small" + what, {sh({7, 17})}, argMaxOp(1, idx), argRef(1, true, idx), sh({7, 1}, DType::i32), {}, 0, 4},
         {DType::u8});
+    // Bools: the first true, else index 0.
+    add({"argmax_bool" + what, {sh({3, 4})}, argMaxOp(1, idx), argRef(1, true, idx), sh({3, 1}, DType::i32), {}, 0, 1,
+         {{0, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1}}},
+        {DType::bool_});
     // Given rows: ties, a row of one value, NaN anywhere (first NaN wins), -inf only, +inf.
     const Vals ties = {1, 3, 3, 2, 3,  -1, -1, -1, -1, -1,  2, nan, 5, nan, 1,  -inf, -inf, -inf, -inf, -inf,
                        0, 1, inf, 1, inf,  4, 2, 2, 4, nan};
@@ -291,7 +319,10 @@ std::vector<Case> scanCases() {
       {"cumsum_1", {sh({3, 1})}, scanOp(Kind::sum, 1), scanRef(1, Kind::sum), sh({3, 1}), F},
       {"cumsum_tag", {sh({3, 17, 5}, kBSD)}, scanOp(Kind::sum, "s"), scanRef(1, Kind::sum), sh({3, 17, 5}, kBSD), F},
       {"cumsum_int", {sh({7, 17})}, scanOp(Kind::sum, 1), scanRef(1, Kind::sum), sh({7, 17}), {DType::i32}, -50, 50},
-      {"cumsum_empty", {sh({0, 3})}, scanOp(Kind::sum, 0), scanRef(0, Kind::sum), sh({0, 3}), F},
+      // Zero elements, along a long axis (slices of the zero-size axis would not verify). One such
+      // row per section: main's compile crashes in buffer-results-to-out-params on two zero-size
+      // results (reported).
+      {"cumsum_empty", {sh({20, 0})}, scanOp(Kind::sum, 0), scanRef(0, Kind::sum), sh({20, 0}), F},
       // A NaN poisons what follows it along the axis, and nothing before it.
       {"cumsum_nan", {sh({2, 4})}, scanOp(Kind::sum, 1), scanRef(1, Kind::sum), sh({2, 4}), F, 0, 1, {{1, 2, nan, 3, 1, 2, 3, nan}}},
       {"cummax_last", {sh({3, 17})}, scanOp(Kind::max, 1), scanRef(1, Kind::max), sh({3, 17}), F},
@@ -345,6 +376,15 @@ std::vector<Case> softmaxCases() {
     rows.push_back({n + "_inf", {sh({3, 3})}, softOp(kind, 1), softRef(1, kind), out(sh({3, 3}), 1), F, 0, 1,
                     {{1, -inf, 2, -inf, -inf, -inf, 1, nan, 2}}});
   }
+  auto biased = [](Axis a) { return Op([=](const Ts& x) { return x[0].softmaxBiased(a, x[1]); }); };
+  rows.push_back({"softmax_biased_last", {sh({3, 17}), sh({3, 1})}, biased(1), softmaxBiasedRef(1), sh({3, 17}), F, -5, 5});
+  rows.push_back({"softmax_biased_first", {sh({7, 3}), sh({1, 3})}, biased(0), softmaxBiasedRef(0), sh({7, 3}), F, -5, 5});
+  rows.push_back({"softmax_biased_scalar", {sh({129}), sh({})}, biased(0), softmaxBiasedRef(0), sh({129}), F, -5, 5});
+  rows.push_back({"softmax_biased_tag", {sh({3, 17, 5}, kBSD), sh({3, 1, 5}, kBSD)}, biased("s"), softmaxBiasedRef(1), sh({3, 17, 5}, kBSD), F});
+  rows.push_back({"softmax_biased_large", {sh({3, 17}), sh({3, 1})}, biased(1), softmaxBiasedRef(1), sh({3, 17}), {DType::f32}, 80, 100});
+  // Rows: bias 0 against a -inf, bias 1 against all -inf (all weight on the sink), all -inf.
+  rows.push_back({"softmax_biased_inf", {sh({3, 3}), sh({3, 1})}, biased(1), softmaxBiasedRef(1), sh({3, 3}), F, 0, 1,
+                  {{1, -inf, 2, -inf, -inf, -inf, -inf, -inf, -inf}, {0, 1, -inf}}});
   return rows;
 }
 
@@ -374,8 +414,90 @@ std::vector<ErrorCase> errorCases() {
       {"softmax_int", {sh({3}, i32)}, [](const Ts& x) { return x[0].softmax(0); }, "[softmax]", "needs a float tensor, got {3}:i32"},
       {"softmax_axis", {sh({3, 17})}, [](const Ts& x) { return x[0].softmax(2); }, "[softmax]", "axis 2 out of range for {3,17}:f32"},
       {"logsumexp_tag", {sh({3, 17}, {"b", "d"})}, [](const Ts& x) { return x[0].logSumExp("s"); }, "[logSumExp]", "no axis tagged \"s\" in {b=3,d=17}:f32"},
+      {"softmax_biased_int", {sh({3}, i32), sh({})}, [](const Ts& x) { return x[0].softmaxBiased(0, x[1]); }, "[softmaxBiased]", "needs a float tensor, got {3}:i32"},
+      {"softmax_biased_bias", {sh({3, 17}), sh({4, 1})}, [](const Ts& x) { return x[0].softmaxBiased(1, x[1]); }, "[softmaxBiased]", "{4,1}:f32"},
+      {"softmax_biased_axis", {sh({3, 17}), sh({})}, [](const Ts& x) { return x[0].softmaxBiased(2, x[1]); }, "[softmaxBiased]", "axis 2 out of range for {3,17}:f32"},
       {"logsoftmax_bool", {sh({3}, b)}, [](const Ts& x) { return x[0].logSoftmax(0); }, "[logSoftmax]", "needs a float tensor, got {3}:bool"},
   };
+}
+
+size_t countOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+std::string irOf(Tensor (*fn)(const Tensor&), const Shape& shape) { return radix::compile(cpu(), fn, Tensor(shape)).mlir(); }
+
+TEST(OpsReduce, ArgMaxIsOneGenericWithTwoOutputs) {
+  const std::string ir = irOf([](const Tensor& x) { return x.argMax(1).indices; }, sh({3, 17}));
+  EXPECT_EQ(countOf(ir, "linalg.generic"), 1u) << ir;
+  EXPECT_EQ(countOf(ir, "linalg.index 1"), 1u) << ir;
+  EXPECT_NE(ir.find("-> (tensor<3xf32>, tensor<3xi32>)"), std::string::npos) << ir;
+}
+
+TEST(OpsReduce, ShortScanIsOneGenericLongScanIsALoop) {
+  const std::string shortIr = irOf([](const Tensor& x) { return x.cumulativeSum(1); }, sh({3, 16}));
+  EXPECT_EQ(countOf(shortIr, "linalg.generic"), 1u) << shortIr;
+  EXPECT_EQ(countOf(shortIr, "scf.for"), 0u) << shortIr;
+  const std::string longIr = irOf([](const Tensor& x) { return x.cumulativeSum(1); }, sh({3, 17}));
+  EXPECT_EQ(countOf(longIr, "scf.for"), 1u) << longIr;
+  EXPECT_EQ(countOf(longIr, "linalg.transpose"), 2u) << longIr;
+  const std::string firstIr = irOf([](const Tensor& x) { return x.cumulativeSum(0); }, sh({17, 3}));
+  EXPECT_EQ(countOf(firstIr, "linalg.transpose"), 0u) << firstIr;
+}
+
+TEST(OpsReduce, HalfSumsAccumulateInF32) {
+  const std::string ir = irOf([](const Tensor& x) { return x.sum(1); }, sh({3, 17}, DType::bf16));
+  EXPECT_NE(ir.find("linalg.reduce ins(%0 : tensor<3x17xf32>)"), std::string::npos) << ir;
+  const std::string maxIr = irOf([](const Tensor& x) { return x.max(1); }, sh({3, 17}, DType::bf16));
+  EXPECT_EQ(maxIr.find("f32"), std::string::npos) << maxIr;
+}
+
+/// Each op of this family on a tensor, named as its errors should be.
+std::vector<std::pair<std::string, std::function<Tensor(const Tensor&)>>> familyOps() {
+  return {
+      {"[sum]", [](const Tensor& x) { return x.sum(std::vector<Axis>{0}); }},
+      {"[max]", [](const Tensor& x) { return x.max(std::vector<Axis>{0}); }},
+      {"[min]", [](const Tensor& x) { return x.min(0); }},
+      {"[mean]", [](const Tensor& x) { return x.mean(0); }},
+      {"[prod]", [](const Tensor& x) { return x.prod(0); }},
+      {"[argMax]", [](const Tensor& x) { return x.argMax(0).values; }},
+      {"[argMin]", [](const Tensor& x) { return x.argMin(0).indices; }},
+      {"[cumulativeSum]", [](const Tensor& x) { return x.cumulativeSum(0); }},
+      {"[cumulativeMax]", [](const Tensor& x) { return x.cumulativeMax(0); }},
+      {"[cumulativeMin]", [](const Tensor& x) { return x.cumulativeMin(0); }},
+      {"[cumulativeProd]", [](const Tensor& x) { return x.cumulativeProd(0); }},
+      {"[logSumExp]", [](const Tensor& x) { return x.logSumExp(0); }},
+      {"[softmax]", [](const Tensor& x) { return x.softmax(0); }},
+      {"[logSoftmax]", [](const Tensor& x) { return x.logSoftmax(0); }},
+      {"[softmaxBiased]",
+       [](const Tensor& x) {
+         static const Tensor bias = Tensor::fromValues(cpu(), sh({}), std::vector<float>{0});
+         return x.softmaxBiased(0, bias);
+       }},
+  };
+}
+
+TEST(OpsReduce, BoundTensorOutsideCompile) {
+  const Tensor x = Tensor::fromValues(cpu(), sh({3}, {"d"}), std::vector<float>{1, 2, 3});
+  for (const auto& [prefix, op] : familyOps()) {
+    SCOPED_TRACE(prefix);
+    expectError([&] { op(x); }, prefix, "no compilation in progress");
+  }
+  const Tensor b = Tensor::fromValues(cpu(), sh({3}, DType::bool_), std::vector<float>{1, 0, 1});
+  expectError([&] { b.any(0); }, "[any]", "no compilation in progress");
+  expectError([&] { b.all(0); }, "[all]", "no compilation in progress");
+}
+
+TEST(OpsReduce, BoundTensorCapturedInsideCompile) {
+  const Tensor x = Tensor::fromValues(cpu(), sh({3}, {"d"}), std::vector<float>{1, 2, 3});
+  const Tensor arg(sh({3}, {"d"}));
+  for (const auto& [prefix, op] : familyOps()) {
+    SCOPED_TRACE(prefix);
+    auto fn = [&](const Tensor&) { return op(x); };
+    expectError([&] { radix::compile(cpu(), fn, arg); }, prefix, "{d=3}:f32 is a device buffer that is not an argument");
+  }
 }
 
 }  // namespace

@@ -313,7 +313,8 @@ class Tensor {
 
   // ---- more reductions (multi-axis, arg, scans, softmax) ----
   // Reductions keep each reduced axis with size 1, with its tag; a list of axes reduces them all
-  // (an empty list reduces nothing; an axis given twice is an error).
+  // (an empty list reduces nothing; an axis given twice is an error). One axis in braces, sum({1}),
+  // is ambiguous between the overloads: write sum(1).
   /// Sum over several axes: {b=2,s=3,d=8}.sum({"s","d"}) -> {b=2,s=1,d=1}
   Tensor sum(const std::vector<Axis>& axes, Loc loc = Loc::current()) const;
   /// Max over several axes: {2,3,8}.max({0,2}) -> {1,3,1}
@@ -351,6 +352,10 @@ class Tensor {
   /// exp(x) / sum(exp(x)) over an axis, shifted by the max (floats only; f16/bf16 compute in f32);
   /// a row of only -inf gives 0s, as in ZML: {b=2,d=8}.softmax("d") -> {b=2,d=8}
   Tensor softmax(Axis axis, Loc loc = Loc::current()) const;
+  /// exp(x) / (sum(exp(x)) + exp(bias)) over an axis (an attention sink), shifted by
+  /// max(max(x), bias); `bias` is converted to x's dtype and broad()cast to x's shape with the axis
+  /// at size 1: {h=8,q=4,k=16}.softmaxBiased("k", {h=8}) -> {h=8,q=4,k=16}
+  Tensor softmaxBiased(Axis axis, const Tensor& bias, Loc loc = Loc::current()) const;
   /// x - logSumExp(x) over an axis (floats only): {b=2,d=8}.logSoftmax("d") -> {b=2,d=8}
   Tensor logSoftmax(Axis axis, Loc loc = Loc::current()) const;
   /// Inclusive running sum along an axis (f16/bf16 accumulate in f32; O(n^2) work for an axis of

@@ -300,7 +300,9 @@ Tensor scan(const Tensor& a, Axis axis, Reduce kind, const char* op, const std::
   mlir::Value x = convertValue(c, loc, c.value(a, op), d, acc, s);
   const Shape wide = s.withDtype(acc);
   mlir::Value r;
-  if (s.dim(ax) <= kMaxQuadraticScan) {
+  if (s.count() == 0) {
+    r = emptyLike(c, loc, wide);  // nothing to scan (and slices of a zero-size axis would not verify)
+  } else if (s.dim(ax) <= kMaxQuadraticScan) {
     r = scanQuadratic(c, loc, x, wide, ax, kind);
   } else if (ax == 0) {
     r = scanLoop(c, loc, x, wide, 0, kind);
@@ -396,6 +398,19 @@ Tensor Tensor::softmax(Axis axis, Loc l) const {
     const Tensor e = x.sub(finiteOrZero(m, "softmax", l), l).exp(l);
     // A row of only -inf (a fully masked attention row) gives 0 rather than 0/0, as in ZML.
     return narrowed(zeroOnMinusInfRows(e.div(e.sum(axis, l), l), m, "softmax", l), dtype(), l);
+  });
+}
+
+Tensor Tensor::softmaxBiased(Axis axis, const Tensor& bias, Loc l) const {
+  return renamingErrors("softmaxBiased", [&] {
+    const Tensor x = widened(*this, "softmaxBiased", l);
+    const Tensor rowMax = x.max(axis, l);
+    const Tensor b = (bias.dtype() == x.dtype() ? bias : bias.convert(x.dtype(), l)).broad(rowMax.shape(), l);
+    const Tensor m = rowMax.maximum(b, l);
+    const Tensor shift = finiteOrZero(m, "softmaxBiased", l);
+    const Tensor e = x.sub(shift, l).exp(l);
+    const Tensor denominator = e.sum(axis, l).add(b.sub(shift, l).exp(l), l);
+    return narrowed(zeroOnMinusInfRows(e.div(denominator, l), m, "softmaxBiased", l), dtype(), l);
   });
 }
 
