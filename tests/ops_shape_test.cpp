@@ -239,6 +239,7 @@ std::vector<Case> moreShapeCases() {
       {"slice1d_clamped", {sh({7})}, [](const Ts& x) { return x[0].slice1d(0, {.start = -100, .end = 100, .step = 3}); }, sliceRef({{0, {-100, 100, 3}}}), sh({3}), F},
       {"slice1d_empty", {sh({7, 2})}, [](const Ts& x) { return x[0].slice1d(0, {.start = 5, .end = 2}); }, sliceRef({{0, {5, 2, 1}}}), sh({0, 2}), F},
       {"slice_two_axes", {sh({7, 5, 3})}, [](const Ts& x) { return x[0].slice({{0, {.start = -2}}, {2, {.step = 2}}}); }, sliceRef({{0, {-2, Slice::kToTheEnd, 1}}, {2, {0, Slice::kToTheEnd, 2}}}), sh({2, 5, 2}), F},
+      {"slice_huge_step", {sh({3, 5})}, [](const Ts& x) { return x[0].slice({{1, {.start = 2, .step = INT64_MAX}}}); }, sliceRef({{1, {2, Slice::kToTheEnd, 1000}}}), sh({3, 1}), F},
       {"slice_step_larger_than_dim", {sh({3, 5})}, [](const Ts& x) { return x[0].slice({{1, {.start = 1, .step = 9}}}); }, sliceRef({{1, {1, Slice::kToTheEnd, 9}}}), sh({3, 1}), F},
 
       {"choose1d_negative", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].choose1d("d", -2); }, sliceRef({{1, {5, 6, 1}}}), sh({3}, T{"b"}), FI},
@@ -306,6 +307,9 @@ std::vector<ErrorCase> errorCases() {
       {"swapAxes_axis", {sh({3, 4})}, [](const Ts& x) { return x[0].swapAxes(0, 5); }, "[swapAxes]", "axis 5 out of range for {3,4}:f32"},
       {"pad_interior_negative", {sh({3, 4})}, [](const Ts& x) { return x[0].pad({{1, {.interior = -1}}}); }, "[pad]", "negative interior padding -1 for axis 1 of {3,4}:f32"},
       {"pad_crop_too_much", {sh({3, 4})}, [](const Ts& x) { return x[0].pad({{1, {.low = -3, .high = -2}}}); }, "[pad]", "crops more than axis 1 of {3,4}:f32"},
+      {"pad_huge", {sh({3, 4})}, [](const Ts& x) { return x[0].pad({{1, {.low = INT64_MIN}}}); }, "[pad]", "padding of axis 1 of {3,4}:f32 is too large"},
+      {"repeat_huge", {sh({3, 4})}, [](const Ts& x) { return x[0].repeat({1, INT64_MAX}); }, "[repeat]", "repeat count 9223372036854775807 for axis 1 of {3,4}:f32 is too large"},
+      {"chunkExact_empty_axis", {sh({0, 4})}, [](const Ts& x) { return x[0].chunkExact(0, INT64_MAX)[0]; }, "[chunkExact]", "does not split into"},
       {"pad_twice", {sh({3, 4}, {"a", "b"})}, [](const Ts& x) { return x[0].pad({{1, {.low = 1}}, {"b", {.low = 1}}}); }, "[pad]", "axis \"b\" of {a=3,b=4}:f32 is padded twice"},
       {"reverse_axis", {sh({3, 4})}, [](const Ts& x) { return x[0].reverse({2}); }, "[reverse]", "axis 2 out of range for {3,4}:f32"},
       {"reverse_twice", {sh({3, 4})}, [](const Ts& x) { return x[0].reverse({1, -1}); }, "[reverse]", "axis -1 of {3,4}:f32 is given twice"},

@@ -361,6 +361,10 @@ Tensor Tensor::pad(const std::vector<std::pair<Axis, Padding>>& padding, double 
     seen[a] = true;
     if (p.interior < 0)
       throw opError(op, "negative interior padding " + std::to_string(p.interior) + " for axis " + axis.str() + " of " + shape_.str());
+    constexpr int64_t kLimit = int64_t{1} << 40;  // keeps the arithmetic below far from overflow
+    if (p.low > kLimit || p.low < -kLimit || p.high > kLimit || p.high < -kLimit ||
+        p.interior > kLimit / std::max<int64_t>(shape_.dim(a), 1))
+      throw opError(op, "padding of axis " + axis.str() + " of " + shape_.str() + " is too large");
     per[a] = p;
   }
   std::vector<int64_t> finalDims;
@@ -443,7 +447,7 @@ Tensor Tensor::slice(const std::vector<std::pair<Axis, Slice>>& slices, Loc l) c
     const int64_t start = clampIndex(s.start), end = s.end == Slice::kToTheEnd ? d : clampIndex(s.end);
     offsets[a] = start;
     strides[a] = s.step;
-    sizes[a] = end > start ? (end - start + s.step - 1) / s.step : 0;
+    sizes[a] = end > start ? (end - start - 1) / s.step + 1 : 0;
   }
   Shape out = makeShape(op, sizes, tagsOf(shape_), dtype(), shape_);
   auto loc = c.loc(l, op);
@@ -567,6 +571,8 @@ Tensor Tensor::repeat(const std::vector<int64_t>& times, Loc l) const {
   std::vector<mlir::AffineExpr> exprs;
   for (int64_t i = 0; i < rank(); ++i) {
     if (times[i] < 1) throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " must be >= 1");
+    if (shape_.dim(i) > 0 && times[i] > (int64_t{1} << 40) / shape_.dim(i))
+      throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " is too large");
     dims.push_back(shape_.dim(i) * times[i]);
     mlir::AffineExpr d = mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir());
     exprs.push_back(times[i] > 1 && shape_.dim(i) > 0 ? d % shape_.dim(i) : d);
@@ -594,6 +600,8 @@ Tensor Tensor::stutter(const std::vector<int64_t>& times, Loc l) const {
   std::vector<mlir::AffineExpr> exprs;
   for (int64_t i = 0; i < rank(); ++i) {
     if (times[i] < 1) throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " must be >= 1");
+    if (shape_.dim(i) > 0 && times[i] > (int64_t{1} << 40) / shape_.dim(i))
+      throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " is too large");
     dims.push_back(shape_.dim(i) * times[i]);
     mlir::AffineExpr d = mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir());
     exprs.push_back(times[i] > 1 ? d.floorDiv(times[i]) : d);
@@ -637,7 +645,7 @@ std::vector<Tensor> Tensor::split(Axis axis, const std::vector<int64_t>& sizes, 
 std::vector<Tensor> Tensor::chunkExact(Axis axis, int64_t n, Loc l) const {
   const char* op = "chunkExact";
   const int64_t a = shape_.axis(axis, op);
-  if (n < 1 || shape_.dim(a) % n != 0)
+  if (n < 1 || n > std::max<int64_t>(shape_.dim(a), 1) || shape_.dim(a) % n != 0)
     throw opError(op, "axis " + axis.str() + " of " + shape_.str() + " does not split into " + std::to_string(n) + " equal chunks");
   return renamingErrors(op, [&] { return split(a, std::vector<int64_t>(n, shape_.dim(a) / n), l); });
 }
