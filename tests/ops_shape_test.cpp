@@ -327,6 +327,7 @@ std::vector<ErrorCase> errorCases() {
       {"stack_tag_taken", {sh({3}, {"n"}), sh({3}, {"n"})}, [](const Ts& x) { return Tensor::stack(x, 0, "n"); }, "[stack]", "tag \"n\" would name two axes"},
       {"repeat_count", {sh({3, 4})}, [](const Ts& x) { return x[0].repeat({2}); }, "[repeat]", "1 repeat counts for {3,4}:f32"},
       {"repeat1d_zero", {sh({3, 4})}, [](const Ts& x) { return x[0].repeat1d(0, 0); }, "[repeat1d]", "repeat count 0 for axis 0 of {3,4}:f32 must be >= 1"},
+      {"stutter_count", {sh({3, 4}, {"a", "b"})}, [](const Ts& x) { return x[0].stutter({2, -1}); }, "[stutter]", "repeat count -1 for axis 1 of {a=3,b=4}:f32 must be >= 1"},
       {"stutter1d_axis", {sh({3, 4})}, [](const Ts& x) { return x[0].stutter1d(4, 2); }, "[stutter1d]", "axis 4 out of range for {3,4}:f32"},
       {"split_sizes", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].split("d", {3, 3})[0]; }, "[split]", "sizes {3,3} sum to 6, not to axis \"d\" of {b=3,d=7}:f32"},
       {"chunkExact_divisible", {sh({7})}, [](const Ts& x) { return x[0].chunkExact(0, 2)[0]; }, "[chunkExact]", "axis 0 of {7}:f32 does not split into 2 equal chunks"},
