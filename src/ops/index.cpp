@@ -115,7 +115,7 @@ GatherPlan planGather(const char* op, TraceContext& c, const Shape& x, const std
     for (size_t j = i + 1; j < tags.size(); ++j)
       if (!tags[i].empty() && tags[i] == tags[j])
         throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of indexing " + x.str() + " with " + is.str());
-  p.out = Shape(dims, x.dtype()).withTags(tags);
+  p.out = renamingErrors(op, [&] { return Shape(dims, x.dtype()).withTags(tags); });
   return p;
 }
 
@@ -224,7 +224,7 @@ Tensor Tensor::gatherSlices(const std::vector<std::pair<Axis, int64_t>>& sizes, 
     for (size_t j = i + 1; j < tags.size(); ++j)
       if (!tags[i].empty() && tags[i] == tags[j])
         throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of slicing " + shape_.str() + " at " + ss.str());
-  Shape out = Shape(dims, dtype()).withTags(tags);
+  Shape out = renamingErrors(op, [&] { return Shape(dims, dtype()).withTags(tags); });
   auto loc = c.loc(l, op);
   auto& b = c.builder();
   auto* ctx = &c.mlir();

@@ -38,7 +38,7 @@ Shape makeShape(const char* op, const std::vector<int64_t>& dims, const std::vec
     for (size_t j = i + 1; j < tags.size(); ++j)
       if (!tags[i].empty() && tags[i] == tags[j])
         throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of " + from.str());
-  return Shape(dims, dtype).withTags(tags);
+  return renamingErrors(op, [&] { return Shape(dims, dtype).withTags(tags); });
 }
 
 /// An index in [-rank-1, rank] or a tag, as a position to insert axes before.
@@ -160,8 +160,8 @@ Tensor Tensor::reshape(const std::vector<int64_t>& dims, Loc l) const {
       inferred = static_cast<int64_t>(i);
     } else if (dims[i] < 0) {
       throw opError(op, "negative dim " + std::to_string(dims[i]) + " in " + dimsStr(dims) + " for " + shape_.str());
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " + dimsStr(dims));
     }
   }
   if (inferred >= 0) {
@@ -170,7 +170,7 @@ Tensor Tensor::reshape(const std::vector<int64_t>& dims, Loc l) const {
                             std::to_string(shape_.count()) + " elements)");
     resolved[inferred] = shape_.count() / known;
   }
-  Shape out(resolved, dtype());
+  Shape out = renamingErrors(op, [&] { return Shape(resolved, dtype()); });
   if (out.count() != shape_.count())
     throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " + out.str());
   // Tags of the unchanged leading and trailing axes survive.
