@@ -175,6 +175,10 @@ std::vector<Case> indexCases() {
        gatherRef({{0}, {-1, 0}, {}}, {3}), sh({3}, T{"d"}), {}, -2, 2, {{4}}},
       floats);
 
+  add({"gather_empty_ids", {sh({0}, {"s"}, i32), sh({7, 3}, {"voc", "d"})}, [](const Ts& x) { return x[1].gather({{"voc", x[0]}}); },
+       gatherRef({{0}, {-1, 1}, {0}}, {0, 3}), sh({0, 3}, T{"s", "d"}), {}, -2, 2, {{}}},
+      floats);
+
   // gatherSlices: starts {n, coord}; the result is {n, sliced x}.
   add({"gatherSlices", {sh({4, 1}, {"n", "coord"}, i32), sh({9, 3}, {"s", "d"})}, [](const Ts& x) { return x[1].gatherSlices({{"s", 3}}, x[0]); },
        gatherSlicesRef({0}, {3}, 1, {0, -1}, {1, 2}, {4, 3, 3}), sh({4, 3, 3}, T{"n", "s", "d"}), {}, -2, 2, {{0, 6, 8, -4}}},
@@ -205,6 +209,11 @@ std::vector<Case> indexCases() {
        scatterRef({{1, 2}, {0, -1, -1}, {0, 1}}, ScatterMode::add), sh({2, 4, 5}, T{"b", "r", "c"}), {}, -2, 2,
        {{3, 3, 0, 1, 2, 1}, {4, 4, 0, 0, 9, 1}}},
       {DType::f32, DType::bf16, DType::i32}, 2);
+
+  add({"scatter_no_updates", {sh({0}, i32), sh({0, 3}), sh({5, 3})},
+       [](const Ts& x) { return x[2].scatter({{0, x[0]}}, x[1], ScatterMode::replace); },
+       scatterRef({{0}, {-1, 1}, {0}}, ScatterMode::replace), sh({5, 3}), {}, -2, 2, {{}}},
+      floats, 2);
 
   // dynamicSlice / dynamicUpdateSlice: offsets clamp into [0, dim - len].
   add({"dynamicSlice", {sh({}, i32), sh({9, 3}, {"s", "d"})}, [](const Ts& x) { return x[1].dynamicSlice({{"s", {.start = x[0], .len = 2}}}); },

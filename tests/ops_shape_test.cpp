@@ -226,6 +226,7 @@ std::vector<Case> moreShapeCases() {
       {"pad_interior", {sh({3, 7})}, [](const Ts& x) { return x[0].pad({{0, {.interior = 2}}, {1, {.low = 2, .interior = 1}}}, -1); }, padRef({{0, 0, 2}, {2, 0, 1}}, -1), sh({7, 15}), F},
       {"pad_crop", {sh({17})}, [](const Ts& x) { return x[0].pad({{0, {.low = -3, .high = -1}}}); }, padRef({{-3, -1, 0}}, 0), sh({13}), F},
       {"pad_crop_and_grow", {sh({5, 1})}, [](const Ts& x) { return x[0].pad({{0, {.low = 2, .high = -4, .interior = 1}}, {1, {.high = 3}}}, 7); }, padRef({{2, -4, 1}, {0, 3, 0}}, 7), sh({7, 4}), F},
+      {"pad_empty_input", {sh({0, 3})}, [](const Ts& x) { return x[0].pad({{0, {.low = 2, .interior = 4}}}, 3); }, padRef({{2, 0, 4}, {}}, 3), sh({2, 3}), F},
       {"pad_int", {sh({3, 7})}, [](const Ts& x) { return x[0].pad({{1, {.low = 1, .high = 1, .interior = 1}}}, 9); }, padRef({{}, {1, 1, 1}}, 9), sh({3, 15}, DType::i32), {DType::i32}, -50, 50},
 
       // reverse
@@ -256,6 +257,10 @@ std::vector<Case> moreShapeCases() {
 
       // repeat, stutter
       {"repeat", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].repeat({2, 3}); }, repeatRef({2, 3}, false), sh({6, 21}, T{"b", "d"}), FI},
+      // An empty repeat inside a concatenation (one zero-size result per compiled group: two crash
+      // buffer-results-to-out-params, see the report).
+      {"repeat_empty", {sh({0, 3}), sh({2, 6})}, [](const Ts& x) { return Tensor::concatenate({x[0].repeat({3, 2}), x[1]}, 0); },
+       [](const std::vector<Host>& in) { return in[1].v; }, sh({2, 6}), F},
       {"repeat1d", {sh({3, 1, 7})}, [](const Ts& x) { return x[0].repeat1d(1, 5); }, repeatRef({1, 5, 1}, false), sh({3, 5, 7}), F},
       {"stutter", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].stutter({2, 3}); }, repeatRef({2, 3}, true), sh({6, 21}, T{"b", "d"}), FI},
       {"stutter1d", {sh({17})}, [](const Ts& x) { return x[0].stutter1d(0, 2); }, repeatRef({2}, true), sh({34}), F},
