@@ -384,3 +384,31 @@ TEST(OpsIndex, ScatterIntoDonatedArgument) {
 
 }  // namespace opstest
 
+
+namespace opstest {
+
+// The serial pipeline (threads = 1: convert-linalg-to-loops, no OpenMP) gives the same results as
+// the parallel one for the ops of this family and of the more shape ops.
+TEST(OpsIndex, SerialPipelineMatchesParallel) {
+  radix::CompileOptions options = cpu().options();
+  options.threads = 1;
+  options.cache = false;
+  const radix::Platform serial = cpu().withOptions(options);
+  auto fn = [](const Tensor& table, const Tensor& ids, const Tensor& pos) {
+    const Tensor g = table.gather({{"voc", ids}});                                        // {s=4,d=3}
+    const Tensor s = table.scatter({{"voc", ids}}, g, ScatterMode::add);                  // {voc=7,d=3}
+    const Tensor p = s.pad({{"d", {.low = -1, .high = 2, .interior = 1}}}, 0.5);          // {voc=7,d=6}
+    const Tensor c = Tensor::concatenate({p, p.reverse({"voc"}).roll("d", 1)}, "voc");   // {voc=14,d=6}
+    const Tensor d = c.dynamicSlice({{"voc", {.start = pos, .len = 5}}}).slice1d("d", {.start = 1, .step = 2});
+    return d.dynamicUpdateSlice({{"voc", pos}}, d.slice1d("voc", {.end = 1}).repeat1d("d", 1));
+  };
+  const Tensor table = Tensor::fromValues(cpu(), sh({7, 3}, {"voc", "d"}), pseudoRandom(21, -2, 2, 7, false));
+  const Tensor ids = Tensor::fromValues(cpu(), sh({4}, {"s"}, DType::i32), std::vector<int32_t>{6, 0, 6, 2});
+  const Tensor pos = Tensor::fromValues(cpu(), sh({}, DType::i32), std::vector<int32_t>{3});
+  const Tensor parallel = radix::testing::compileAndCall(cpu(), fn, table, ids, pos);
+  const Tensor serialResult = radix::testing::compileAndCall(serial, fn, table, ids, pos);
+  ASSERT_EQ(parallel.shape(), sh({5, 3}, {"voc", "d"}));
+  EXPECT_EQ(serialResult.toVector<double>(), parallel.toVector<double>());
+}
+
+}  // namespace opstest
