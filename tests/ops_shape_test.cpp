@@ -271,6 +271,31 @@ std::vector<Case> moreShapeCases() {
       {"chunkAllowTrailing", {sh({7})}, [](const Ts& x) { return reversedConcat(x[0].chunkAllowTrailing(0, 3), 0); }, reversedPartsRef(0, {3, 3, 1}), sh({7}), F},
       {"split_parts_shapes", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].split(1, {2, 5})[1]; }, sliceRef({{1, {2, 7, 1}}}), sh({3, 5}, T{"b", "d"}), F},
 
+      // toDiagonal, cartesianProduct
+      {"toDiagonal", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].toDiagonal("d", {"i", "j"}); },
+       [](const std::vector<Host>& in) {
+         Vals out;
+         forEachIndex({3, 7, 7}, [&](const Dims& o) { out.push_back(o[1] == o[2] ? in[0].v[o[0] * 7 + o[1]] : 0); });
+         return out;
+       },
+       sh({3, 7, 7}, T{"b", "i", "j"}), FI},
+      {"toDiagonal_first_untagged", {sh({5})}, [](const Ts& x) { return x[0].toDiagonal(0, {"", ""}); },
+       [](const std::vector<Host>& in) {
+         Vals out;
+         forEachIndex({5, 5}, [&](const Dims& o) { out.push_back(o[0] == o[1] ? in[0].v[o[0]] : 0); });
+         return out;
+       },
+       sh({5, 5}), F},
+      {"cartesianProduct_second", {sh({3}, {"x"}), sh({2}, {"y"})}, [](const Ts& x) { return Tensor::cartesianProduct(x)[1]; },
+       [](const std::vector<Host>& in) { return broadcastRef({3, 2}, {1})({in[1]}); }, sh({3, 2}, T{"x", "y"}), F},
+      {"cartesianProductStacked", {sh({3}, {"x"}), sh({2}, {"y"})}, [](const Ts& x) { return Tensor::cartesianProductStacked(x, "coord"); },
+       [](const std::vector<Host>& in) {
+         Vals out;
+         forEachIndex({3, 2, 2}, [&](const Dims& o) { out.push_back(o[2] == 0 ? in[0].v[o[0]] : in[1].v[o[1]]); });
+         return out;
+       },
+       sh({3, 2, 2}, T{"x", "y", "coord"}), FI},
+
       // roll
       {"roll_right", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].roll("d", 2); }, rollRef(1, 2), sh({3, 7}, T{"b", "d"}), FI},
       {"roll_left_wraps", {sh({17})}, [](const Ts& x) { return x[0].roll(0, -20); }, rollRef(0, -20), sh({17}), F},
@@ -340,6 +365,11 @@ std::vector<ErrorCase> errorCases() {
       {"split_sizes", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].split("d", {3, 3})[0]; }, "[split]", "sizes {3,3} sum to 6, not to axis \"d\" of {b=3,d=7}:f32"},
       {"chunkExact_divisible", {sh({7})}, [](const Ts& x) { return x[0].chunkExact(0, 2)[0]; }, "[chunkExact]", "axis 0 of {7}:f32 does not split into 2 equal chunks"},
       {"chunkAllowTrailing_size", {sh({7})}, [](const Ts& x) { return x[0].chunkAllowTrailing(0, 0)[0]; }, "[chunkAllowTrailing]", "chunk size 0"},
+      {"toDiagonal_tag_taken", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].toDiagonal("d", {"b", "j"}); }, "[toDiagonal]", "tag \"b\" would name two axes"},
+      {"toDiagonal_axis", {sh({3, 7})}, [](const Ts& x) { return x[0].toDiagonal(2, {"i", "j"}); }, "[toDiagonal]", "axis 2 out of range for {3,7}:f32"},
+      {"cartesianProduct_rank", {sh({3, 2})}, [](const Ts& x) { return Tensor::cartesianProduct(x)[0]; }, "[cartesianProduct]", "expects rank-1 tensors, got {3,2}:f32"},
+      {"cartesianProduct_tags", {sh({3}, {"x"}), sh({2}, {"x"})}, [](const Ts& x) { return Tensor::cartesianProduct(x)[0]; }, "[cartesianProduct]", "tag \"x\" would name two axes"},
+      {"cartesianProductStacked_dtypes", {sh({3}, {"x"}), sh({2}, {"y"}, i32)}, [](const Ts& x) { return Tensor::cartesianProductStacked(x, "c"); }, "[cartesianProductStacked]", "dtypes differ: {x=3}:f32 and {y=2}:i32"},
       {"roll_axis", {sh({7}, {"d"})}, [](const Ts& x) { return x[0].roll("s", 1); }, "[roll]", "no axis tagged \"s\" in {d=7}:f32"},
   };
 }

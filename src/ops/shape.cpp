@@ -659,6 +659,74 @@ std::vector<Tensor> Tensor::chunkAllowTrailing(Axis axis, int64_t size, Loc l) c
   return renamingErrors(op, [&] { return split(a, sizes, l); });
 }
 
+Tensor Tensor::toDiagonal(Axis axis, std::pair<Tag, Tag> newTags, Loc l) const {
+  const char* op = "toDiagonal";
+  TraceContext& c = detail::currentTrace(op);
+  const int64_t a = shape_.axis(axis, op);
+  std::vector<int64_t> dims = shape_.dims();
+  std::vector<Tag> tags = tagsOf(shape_);
+  dims.insert(dims.begin() + a + 1, shape_.dim(a));
+  tags[a] = newTags.first;
+  tags.insert(tags.begin() + a + 1, newTags.second);
+  Shape out = makeShape(op, dims, tags, dtype(), shape_);
+  auto loc = c.loc(l, op);
+  mlir::Value x = c.value(*this, op);
+  mlir::Value init = emptyLike(c, loc, out);
+  if (out.count() == 0) return c.wrap(init, out);
+  // Result (.., i, j, ..) reads x(.., i, ..): the input map drops j; the body keeps i == j.
+  auto& b = c.builder();
+  auto* ctx = &c.mlir();
+  const unsigned n = static_cast<unsigned>(out.rank());
+  std::vector<mlir::AffineExpr> exprs;
+  for (unsigned i = 0; i < n; ++i)
+    if (i != static_cast<unsigned>(a) + 1) exprs.push_back(mlir::getAffineDimExpr(i, ctx));
+  auto inMap = mlir::AffineMap::get(n, 0, exprs, ctx);
+  std::vector<mlir::utils::IteratorType> iters(n, mlir::utils::IteratorType::parallel);
+  mlir::TypedAttr zero = scalarAttr(c, dtype(), 0);
+  auto generic = mlir::linalg::GenericOp::create(
+      b, loc, mlir::TypeRange{init.getType()}, mlir::ValueRange{x}, mlir::ValueRange{init},
+      llvm::ArrayRef<mlir::AffineMap>{inMap, mlir::AffineMap::getMultiDimIdentityMap(n, ctx)}, iters,
+      [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
+        mlir::Value i = mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(a));
+        mlir::Value j = mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(a + 1));
+        mlir::Value onDiagonal = mlir::arith::CmpIOp::create(nb, nl, mlir::arith::CmpIPredicate::eq, i, j);
+        mlir::Value z = mlir::arith::ConstantOp::create(nb, nl, zero);
+        mlir::linalg::YieldOp::create(nb, nl, mlir::arith::SelectOp::create(nb, nl, onDiagonal, args[0], z).getResult());
+      });
+  return c.wrap(generic.getResult(0), out);
+}
+
+std::vector<Tensor> Tensor::cartesianProduct(const std::vector<Tensor>& vectors, Loc l) {
+  const char* op = "cartesianProduct";
+  detail::currentTrace(op);
+  if (vectors.empty()) throw opError(op, "no tensors");
+  std::vector<int64_t> dims;
+  std::vector<Tag> tags;
+  for (const Tensor& v : vectors) {
+    if (v.rank() != 1) throw opError(op, "expects rank-1 tensors, got " + v.shape().str());
+    dims.push_back(v.dim(0));
+    tags.push_back(v.shape().tag(0));
+  }
+  std::vector<Tensor> out;
+  const Shape grid = makeShape(op, dims, tags, DType::f32, vectors[0].shape());
+  return renamingErrors(op, [&] {
+    for (size_t i = 0; i < vectors.size(); ++i)
+      out.push_back(vectors[i].broadcast(grid.withDtype(vectors[i].dtype()), {static_cast<int64_t>(i)}, l));
+    return out;
+  });
+}
+
+Tensor Tensor::cartesianProductStacked(const std::vector<Tensor>& vectors, Tag tag, Loc l) {
+  const char* op = "cartesianProductStacked";
+  for (const Tensor& v : vectors)
+    if (!vectors.empty() && v.dtype() != vectors[0].dtype())
+      throw opError(op, "dtypes differ: " + vectors[0].shape().str() + " and " + v.shape().str());
+  return renamingErrors(op, [&] {
+    std::vector<Tensor> grids = cartesianProduct(vectors, l);
+    return stack(grids, -1, tag, l);
+  });
+}
+
 Tensor Tensor::roll(Axis axis, int64_t shift, Loc l) const {
   const char* op = "roll";
   TraceContext& c = detail::currentTrace(op);
