@@ -175,6 +175,10 @@ std::vector<Case> indexCases() {
        gatherRef({{0}, {-1, 0}, {}}, {3}), sh({3}, T{"d"}), {}, -2, 2, {{4}}},
       floats);
 
+  add({"gather_empty_ids", {sh({0}, {"s"}, i32), sh({7, 3}, {"voc", "d"})}, [](const Ts& x) { return x[1].gather({{"voc", x[0]}}); },
+       gatherRef({{0}, {-1, 1}, {0}}, {0, 3}), sh({0, 3}, T{"s", "d"}), {}, -2, 2, {{}}},
+      floats);
+
   // gatherSlices: starts {n, coord}; the result is {n, sliced x}.
   add({"gatherSlices", {sh({4, 1}, {"n", "coord"}, i32), sh({9, 3}, {"s", "d"})}, [](const Ts& x) { return x[1].gatherSlices({{"s", 3}}, x[0]); },
        gatherSlicesRef({0}, {3}, 1, {0, -1}, {1, 2}, {4, 3, 3}), sh({4, 3, 3}, T{"n", "s", "d"}), {}, -2, 2, {{0, 6, 8, -4}}},
@@ -205,6 +209,11 @@ std::vector<Case> indexCases() {
        scatterRef({{1, 2}, {0, -1, -1}, {0, 1}}, ScatterMode::add), sh({2, 4, 5}, T{"b", "r", "c"}), {}, -2, 2,
        {{3, 3, 0, 1, 2, 1}, {4, 4, 0, 0, 9, 1}}},
       {DType::f32, DType::bf16, DType::i32}, 2);
+
+  add({"scatter_no_updates", {sh({0}, i32), sh({0, 3}), sh({5, 3})},
+       [](const Ts& x) { return x[2].scatter({{0, x[0]}}, x[1], ScatterMode::replace); },
+       scatterRef({{0}, {-1, 1}, {0}}, ScatterMode::replace), sh({5, 3}), {}, -2, 2, {{}}},
+      floats, 2);
 
   // dynamicSlice / dynamicUpdateSlice: offsets clamp into [0, dim - len].
   add({"dynamicSlice", {sh({}, i32), sh({9, 3}, {"s", "d"})}, [](const Ts& x) { return x[1].dynamicSlice({{"s", {.start = x[0], .len = 2}}}); },
@@ -280,49 +289,83 @@ std::vector<ErrorCase> errorCases() {
 RADIX_OPS_CASES("index", indexCases);
 RADIX_OPS_ERRORS(errorCases);
 
-// The KV-cache write: with the cache donated, the update lands in the cache's own buffer, and
-// the bufferized function allocates no cache-sized buffer.
-TEST(OpsIndex, DynamicUpdateSliceWritesDonatedCacheInPlace) {
-  const Shape cacheShape = sh({16, 2, 3}, {"s", "h", "d"});
-  Vals zeros(cacheShape.count(), 0), kv(6);
-  for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<double>(i + 1);
-  Tensor cache = Tensor::fromValues(cpu(), cacheShape, zeros);
-  const Tensor update = Tensor::fromValues(cpu(), sh({1, 2, 3}, {"s", "h", "d"}), kv);
-  const Tensor pos = Tensor::fromValues(cpu(), sh({}, DType::i32), std::vector<int32_t>{5});
-  auto write = [](const Tensor& cache, const Tensor& kv, const Tensor& pos) {
-    return cache.dynamicUpdateSlice({{"s", pos}}, kv).reuseBuffer(cache);
-  };
-  // Keep the IR after bufferization, to check that nothing is copied.
-  const std::filesystem::path dump = std::filesystem::path(::testing::TempDir()) / "radix_dus_in_place";
+/// The IR of `fn` after bufferization (compiled with a dump folder, no cache).
+template <class F, class... Args>
+std::string bufferizedIr(const F& fn, const Args&... args) {
+  const std::filesystem::path dump = std::filesystem::path(::testing::TempDir()) / "radix_ops_index_ir";
   std::filesystem::remove_all(dump);
   radix::CompileOptions options = cpu().options();
   options.cache = false;
   options.dumpDir = dump.string();
   options.dumpPasses = true;
   options.dumpPassRegex = "^convert-bufferization-to-memref$";
-  radix::Exe exe = radix::compile(cpu().withOptions(options), write, cache, update, pos);
-  std::string bufferized;
+  radix::compile(cpu().withOptions(options), fn, args...);
+  std::string ir;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dump))
     if (entry.path().filename().string().ends_with("convert-bufferization-to-memref.mlir")) {
       std::ifstream in(entry.path());
-      bufferized.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      ir.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
-  ASSERT_NE(bufferized, "") << "no IR dumped under " << dump;
-  // The update is written into the cache argument's own buffer, and no cache-sized buffer is
-  // allocated. (The copy of the result into its out-parameter remains: for a donated result the
-  // runtime passes the argument's buffer there, so it copies onto itself.)
-  EXPECT_NE(bufferized.find("outs(%arg0 : memref<16x2x3xf32>)"), std::string::npos) << bufferized;
-  std::istringstream lines(bufferized);
-  for (std::string line; std::getline(lines, line);)
-    if (line.find("memref.alloc") != std::string::npos) EXPECT_EQ(line.find("16x2x3"), std::string::npos) << line << "\n" << bufferized;
   std::filesystem::remove_all(dump);
+  return ir;
+}
+
+/// Writes kv into a donated cache at pos 5 of "s"; checks the IR writes the cache argument's own
+/// buffer (`writes`) and allocates no cache-sized buffer, then runs it.
+void checkCacheWrite(const Shape& cacheShape, const Shape& kvShape, const std::string& writes) {
+  Vals zeros(cacheShape.count(), 0), kv(kvShape.count());
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<double>(i + 1);
+  Tensor cache = Tensor::fromValues(cpu(), cacheShape, zeros);
+  const Tensor update = Tensor::fromValues(cpu(), kvShape, kv);
+  const Tensor pos = Tensor::fromValues(cpu(), sh({}, DType::i32), std::vector<int32_t>{5});
+  auto write = [](const Tensor& cache, const Tensor& kv, const Tensor& pos) {
+    return cache.dynamicUpdateSlice({{"s", pos}}, kv).reuseBuffer(cache);
+  };
+  const std::string ir = bufferizedIr(write, cache, update, pos);
+  ASSERT_NE(ir, "") << "no IR dumped";
+  // (The copy of the result into its out-parameter remains: for a donated result the runtime
+  // passes the argument's buffer there, so it copies onto itself.)
+  EXPECT_NE(ir.find(writes), std::string::npos) << ir;
+  std::string cacheType = "memref<";
+  for (int64_t d : cacheShape.dims()) cacheType += std::to_string(d) + "x";
+  std::istringstream lines(ir);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("memref.alloc") != std::string::npos) EXPECT_EQ(line.find(cacheType), std::string::npos) << line << "\n" << ir;
+
   const void* address = cache.bufferAddress();
-  Tensor result = exe(cache, update, pos);
+  Tensor result = radix::testing::compileAndCall(cpu(), write, cache, update, pos);
   EXPECT_EQ(result.bufferAddress(), address);
   ASSERT_EQ(result.shape(), cacheShape);
   Vals expected = zeros;
-  for (size_t i = 0; i < kv.size(); ++i) expected[5 * 6 + i] = kv[i];
+  const int64_t s = cacheShape.hasTag("s");
+  forEachIndex(kvShape.dims(), [&](const Dims& o) {
+    Dims at = o;
+    at[s] += 5;
+    expected[offsetOf(cacheShape.dims(), at)] = kv[offsetOf(kvShape.dims(), o)];
+  });
   EXPECT_EQ(result.toVector<double>(), expected);
+}
+
+// The KV-cache write: with the cache donated, the update lands in the cache's own buffer.
+TEST(OpsIndex, DynamicUpdateSliceWritesDonatedCacheInPlace) {
+  // A contiguous window: a copy into a view of the cache argument.
+  checkCacheWrite(sh({16, 2, 3}, {"s", "h", "d"}), sh({1, 2, 3}, {"s", "h", "d"}), "memref.subview %arg0[");
+}
+
+TEST(OpsIndex, DynamicUpdateSliceWritesDonatedCacheInPlaceStrided) {
+  // A strided window: one pass over the cache argument's buffer.
+  checkCacheWrite(sh({2, 16, 3}, {"h", "s", "d"}), sh({2, 1, 3}, {"h", "s", "d"}), "outs(%arg0 : memref<2x16x3xf32>)");
+}
+
+// gather is one linalg.generic that reads the table with tensor.extract (no loops, no copies).
+TEST(OpsIndex, GatherIsOneGenericWithTensorExtract) {
+  auto fn = [](const Tensor& table, const Tensor& ids) { return table.gather({{"voc", ids}}); };
+  const radix::Exe exe = radix::compile(cpu(), fn, Tensor(sh({50, 8}, {"voc", "d"})), Tensor(sh({5}, {"s"}, DType::i32)));
+  const std::string ir = exe.mlir();
+  EXPECT_NE(ir.find("linalg.generic"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("tensor.extract %arg0["), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("scf.for"), std::string::npos) << ir;
+  EXPECT_EQ(exe.signature().resultShapes.at(0), sh({5, 8}, {"s", "d"}));
 }
 
 // scatter into a donated argument compiles (its loops write fresh buffers) and lands in it.
@@ -341,3 +384,31 @@ TEST(OpsIndex, ScatterIntoDonatedArgument) {
 
 }  // namespace opstest
 
+
+namespace opstest {
+
+// The serial pipeline (threads = 1: convert-linalg-to-loops, no OpenMP) gives the same results as
+// the parallel one for the ops of this family and of the more shape ops.
+TEST(OpsIndex, SerialPipelineMatchesParallel) {
+  radix::CompileOptions options = cpu().options();
+  options.threads = 1;
+  options.cache = false;
+  const radix::Platform serial = cpu().withOptions(options);
+  auto fn = [](const Tensor& table, const Tensor& ids, const Tensor& pos) {
+    const Tensor g = table.gather({{"voc", ids}});                                        // {s=4,d=3}
+    const Tensor s = table.scatter({{"voc", ids}}, g, ScatterMode::add);                  // {voc=7,d=3}
+    const Tensor p = s.pad({{"d", {.low = -1, .high = 2, .interior = 1}}}, 0.5);          // {voc=7,d=6}
+    const Tensor c = Tensor::concatenate({p, p.reverse({"voc"}).roll("d", 1)}, "voc");   // {voc=14,d=6}
+    const Tensor d = c.dynamicSlice({{"voc", {.start = pos, .len = 5}}}).slice1d("d", {.start = 1, .step = 2});
+    return d.dynamicUpdateSlice({{"voc", pos}}, d.slice1d("voc", {.end = 1}).repeat1d("d", 1));
+  };
+  const Tensor table = Tensor::fromValues(cpu(), sh({7, 3}, {"voc", "d"}), pseudoRandom(21, -2, 2, 7, false));
+  const Tensor ids = Tensor::fromValues(cpu(), sh({4}, {"s"}, DType::i32), std::vector<int32_t>{6, 0, 6, 2});
+  const Tensor pos = Tensor::fromValues(cpu(), sh({}, DType::i32), std::vector<int32_t>{3});
+  const Tensor parallel = radix::testing::compileAndCall(cpu(), fn, table, ids, pos);
+  const Tensor serialResult = radix::testing::compileAndCall(serial, fn, table, ids, pos);
+  ASSERT_EQ(parallel.shape(), sh({5, 3}, {"voc", "d"}));
+  EXPECT_EQ(serialResult.toVector<double>(), parallel.toVector<double>());
+}
+
+}  // namespace opstest

@@ -226,6 +226,7 @@ std::vector<Case> moreShapeCases() {
       {"pad_interior", {sh({3, 7})}, [](const Ts& x) { return x[0].pad({{0, {.interior = 2}}, {1, {.low = 2, .interior = 1}}}, -1); }, padRef({{0, 0, 2}, {2, 0, 1}}, -1), sh({7, 15}), F},
       {"pad_crop", {sh({17})}, [](const Ts& x) { return x[0].pad({{0, {.low = -3, .high = -1}}}); }, padRef({{-3, -1, 0}}, 0), sh({13}), F},
       {"pad_crop_and_grow", {sh({5, 1})}, [](const Ts& x) { return x[0].pad({{0, {.low = 2, .high = -4, .interior = 1}}, {1, {.high = 3}}}, 7); }, padRef({{2, -4, 1}, {0, 3, 0}}, 7), sh({7, 4}), F},
+      {"pad_empty_input", {sh({0, 3})}, [](const Ts& x) { return x[0].pad({{0, {.low = 2, .interior = 4}}}, 3); }, padRef({{2, 0, 4}, {}}, 3), sh({2, 3}), F},
       {"pad_int", {sh({3, 7})}, [](const Ts& x) { return x[0].pad({{1, {.low = 1, .high = 1, .interior = 1}}}, 9); }, padRef({{}, {1, 1, 1}}, 9), sh({3, 15}, DType::i32), {DType::i32}, -50, 50},
 
       // reverse
@@ -239,6 +240,7 @@ std::vector<Case> moreShapeCases() {
       {"slice1d_clamped", {sh({7})}, [](const Ts& x) { return x[0].slice1d(0, {.start = -100, .end = 100, .step = 3}); }, sliceRef({{0, {-100, 100, 3}}}), sh({3}), F},
       {"slice1d_empty", {sh({7, 2})}, [](const Ts& x) { return x[0].slice1d(0, {.start = 5, .end = 2}); }, sliceRef({{0, {5, 2, 1}}}), sh({0, 2}), F},
       {"slice_two_axes", {sh({7, 5, 3})}, [](const Ts& x) { return x[0].slice({{0, {.start = -2}}, {2, {.step = 2}}}); }, sliceRef({{0, {-2, Slice::kToTheEnd, 1}}, {2, {0, Slice::kToTheEnd, 2}}}), sh({2, 5, 2}), F},
+      {"slice_huge_step", {sh({3, 5})}, [](const Ts& x) { return x[0].slice({{1, {.start = 2, .step = INT64_MAX}}}); }, sliceRef({{1, {2, Slice::kToTheEnd, 1000}}}), sh({3, 1}), F},
       {"slice_step_larger_than_dim", {sh({3, 5})}, [](const Ts& x) { return x[0].slice({{1, {.start = 1, .step = 9}}}); }, sliceRef({{1, {1, Slice::kToTheEnd, 9}}}), sh({3, 1}), F},
 
       {"choose1d_negative", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].choose1d("d", -2); }, sliceRef({{1, {5, 6, 1}}}), sh({3}, T{"b"}), FI},
@@ -255,6 +257,10 @@ std::vector<Case> moreShapeCases() {
 
       // repeat, stutter
       {"repeat", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].repeat({2, 3}); }, repeatRef({2, 3}, false), sh({6, 21}, T{"b", "d"}), FI},
+      // An empty repeat inside a concatenation (one zero-size result per compiled group: two crash
+      // buffer-results-to-out-params, see the report).
+      {"repeat_empty", {sh({0, 3}), sh({2, 6})}, [](const Ts& x) { return Tensor::concatenate({x[0].repeat({3, 2}), x[1]}, 0); },
+       [](const std::vector<Host>& in) { return in[1].v; }, sh({2, 6}), F},
       {"repeat1d", {sh({3, 1, 7})}, [](const Ts& x) { return x[0].repeat1d(1, 5); }, repeatRef({1, 5, 1}, false), sh({3, 5, 7}), F},
       {"stutter", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].stutter({2, 3}); }, repeatRef({2, 3}, true), sh({6, 21}, T{"b", "d"}), FI},
       {"stutter1d", {sh({17})}, [](const Ts& x) { return x[0].stutter1d(0, 2); }, repeatRef({2}, true), sh({34}), F},
@@ -264,6 +270,31 @@ std::vector<Case> moreShapeCases() {
       {"chunkExact", {sh({9, 2})}, [](const Ts& x) { return reversedConcat(x[0].chunkExact(0, 3), 0); }, reversedPartsRef(0, {3, 3, 3}), sh({9, 2}), F},
       {"chunkAllowTrailing", {sh({7})}, [](const Ts& x) { return reversedConcat(x[0].chunkAllowTrailing(0, 3), 0); }, reversedPartsRef(0, {3, 3, 1}), sh({7}), F},
       {"split_parts_shapes", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].split(1, {2, 5})[1]; }, sliceRef({{1, {2, 7, 1}}}), sh({3, 5}, T{"b", "d"}), F},
+
+      // toDiagonal, cartesianProduct
+      {"toDiagonal", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].toDiagonal("d", {"i", "j"}); },
+       [](const std::vector<Host>& in) {
+         Vals out;
+         forEachIndex({3, 7, 7}, [&](const Dims& o) { out.push_back(o[1] == o[2] ? in[0].v[o[0] * 7 + o[1]] : 0); });
+         return out;
+       },
+       sh({3, 7, 7}, T{"b", "i", "j"}), FI},
+      {"toDiagonal_first_untagged", {sh({5})}, [](const Ts& x) { return x[0].toDiagonal(0, {"", ""}); },
+       [](const std::vector<Host>& in) {
+         Vals out;
+         forEachIndex({5, 5}, [&](const Dims& o) { out.push_back(o[0] == o[1] ? in[0].v[o[0]] : 0); });
+         return out;
+       },
+       sh({5, 5}), F},
+      {"cartesianProduct_second", {sh({3}, {"x"}), sh({2}, {"y"})}, [](const Ts& x) { return Tensor::cartesianProduct(x)[1]; },
+       [](const std::vector<Host>& in) { return broadcastRef({3, 2}, {1})({in[1]}); }, sh({3, 2}, T{"x", "y"}), F},
+      {"cartesianProductStacked", {sh({3}, {"x"}), sh({2}, {"y"})}, [](const Ts& x) { return Tensor::cartesianProductStacked(x, "coord"); },
+       [](const std::vector<Host>& in) {
+         Vals out;
+         forEachIndex({3, 2, 2}, [&](const Dims& o) { out.push_back(o[2] == 0 ? in[0].v[o[0]] : in[1].v[o[1]]); });
+         return out;
+       },
+       sh({3, 2, 2}, T{"x", "y", "coord"}), FI},
 
       // roll
       {"roll_right", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].roll("d", 2); }, rollRef(1, 2), sh({3, 7}, T{"b", "d"}), FI},
@@ -283,13 +314,16 @@ std::vector<ErrorCase> errorCases() {
       {"broadcast_axis_count", {sh({3, 17})}, [](const Ts& x) { return x[0].broadcast(sh({3, 17}), {0}); }, "[broadcast]", "1 axes for {3,17}:f32"},
       {"broadcast_axis_range", {sh({3})}, [](const Ts& x) { return x[0].broadcast(sh({3, 17}), {2}); }, "[broadcast]", "axis 2 out of range for {3,17}:f32"},
       {"broadcast_axis_twice", {sh({3, 3})}, [](const Ts& x) { return x[0].broadcast(sh({3, 3}), {1, 1}); }, "[broadcast]", "{3,3}:f32 is targeted twice"},
-      {"reshape_count", {sh({3, 17})}, [](const Ts& x) { return x[0].reshape({50}); }, "[reshape]", "{3,17}:f32 (51 elements) to {50} (50 elements)"},
+      {"reshape_count", {sh({3, 17})}, [](const Ts& x) { return x[0].reshape({50}); }, "[reshape]", "{3,17}:f32 (51 elements) to {50}:f32"},
       {"transpose_duplicate", {sh({3, 17})}, [](const Ts& x) { return x[0].transpose({0, 0}); }, "[transpose]", "axis 0 appears twice in the permutation of {3,17}:f32"},
       {"transpose_length", {sh({3, 17})}, [](const Ts& x) { return x[0].transpose({0}); }, "[transpose]", "1 axes in the permutation of {3,17}:f32"},
       {"transpose_tag", {sh({3, 17}, {"b", "d"})}, [](const Ts& x) { return x[0].transpose({"d", "x"}); }, "[transpose]", "no axis tagged \"x\" in {b=3,d=17}:f32"},
       {"reshape_two_inferred", {sh({3, 17})}, [](const Ts& x) { return x[0].reshape({-1, -1}); }, "[reshape]", "more than one -1 in {-1,-1} for {3,17}:f32"},
       {"reshape_bad_infer", {sh({3, 17})}, [](const Ts& x) { return x[0].reshape({2, -1}); }, "[reshape]", "can't infer the -1 in {2,-1} from {3,17}:f32"},
       {"reshape_negative", {sh({3, 17})}, [](const Ts& x) { return x[0].reshape({-3, -17}); }, "[reshape]", "negative dim -3"},
+      {"reshape_too_large", {sh({4})}, [](const Ts& x) { return x[0].reshape({int64_t{1} << 40, int64_t{1} << 40}); }, "[reshape]", "can't reshape {4}:f32 (4 elements) to {1099511627776,1099511627776}"},
+      {"reshape_infer_too_large", {sh({4})}, [](const Ts& x) { return x[0].reshape({int64_t{1} << 62, -1}); }, "[reshape]", "can't infer the -1"},
+      {"repeat_too_large_shape", {sh({1 << 20, 1 << 20})}, [](const Ts& x) { return x[0].repeat({1 << 20, 1 << 20}); }, "[repeat]", "larger than 2^62 bytes"},
       {"reshape_rank", {sh({1})}, [](const Ts& x) { return x[0].reshape({1, 1, 1, 1, 1, 1, 1, 1, 1}); }, "[reshape]", "rank 9 exceeds the maximum of 8"},
       {"splitAxis_product", {sh({3, 12}, {"b", "d"})}, [](const Ts& x) { return x[0].splitAxis("d", {{"h", 5}, {"hd", 2}}); }, "[splitAxis]", "can't split axis \"d\" of {b=3,d=12}:f32 into {5,2}"},
       {"splitAxis_tag_taken", {sh({3, 12}, {"b", "d"})}, [](const Ts& x) { return x[0].splitAxis("d", {{"b", 3}, {"hd", 4}}); }, "[splitAxis]", "tag \"b\" would name two axes"},
@@ -306,6 +340,9 @@ std::vector<ErrorCase> errorCases() {
       {"swapAxes_axis", {sh({3, 4})}, [](const Ts& x) { return x[0].swapAxes(0, 5); }, "[swapAxes]", "axis 5 out of range for {3,4}:f32"},
       {"pad_interior_negative", {sh({3, 4})}, [](const Ts& x) { return x[0].pad({{1, {.interior = -1}}}); }, "[pad]", "negative interior padding -1 for axis 1 of {3,4}:f32"},
       {"pad_crop_too_much", {sh({3, 4})}, [](const Ts& x) { return x[0].pad({{1, {.low = -3, .high = -2}}}); }, "[pad]", "crops more than axis 1 of {3,4}:f32"},
+      {"pad_huge", {sh({3, 4})}, [](const Ts& x) { return x[0].pad({{1, {.low = INT64_MIN}}}); }, "[pad]", "padding of axis 1 of {3,4}:f32 is too large"},
+      {"repeat_huge", {sh({3, 4})}, [](const Ts& x) { return x[0].repeat({1, INT64_MAX}); }, "[repeat]", "repeat count 9223372036854775807 for axis 1 of {3,4}:f32 is too large"},
+      {"chunkExact_empty_axis", {sh({0, 4})}, [](const Ts& x) { return x[0].chunkExact(0, INT64_MAX)[0]; }, "[chunkExact]", "does not split into"},
       {"pad_twice", {sh({3, 4}, {"a", "b"})}, [](const Ts& x) { return x[0].pad({{1, {.low = 1}}, {"b", {.low = 1}}}); }, "[pad]", "axis \"b\" of {a=3,b=4}:f32 is padded twice"},
       {"reverse_axis", {sh({3, 4})}, [](const Ts& x) { return x[0].reverse({2}); }, "[reverse]", "axis 2 out of range for {3,4}:f32"},
       {"reverse_twice", {sh({3, 4})}, [](const Ts& x) { return x[0].reverse({1, -1}); }, "[reverse]", "axis -1 of {3,4}:f32 is given twice"},
@@ -323,10 +360,16 @@ std::vector<ErrorCase> errorCases() {
       {"stack_tag_taken", {sh({3}, {"n"}), sh({3}, {"n"})}, [](const Ts& x) { return Tensor::stack(x, 0, "n"); }, "[stack]", "tag \"n\" would name two axes"},
       {"repeat_count", {sh({3, 4})}, [](const Ts& x) { return x[0].repeat({2}); }, "[repeat]", "1 repeat counts for {3,4}:f32"},
       {"repeat1d_zero", {sh({3, 4})}, [](const Ts& x) { return x[0].repeat1d(0, 0); }, "[repeat1d]", "repeat count 0 for axis 0 of {3,4}:f32 must be >= 1"},
+      {"stutter_count", {sh({3, 4}, {"a", "b"})}, [](const Ts& x) { return x[0].stutter({2, -1}); }, "[stutter]", "repeat count -1 for axis 1 of {a=3,b=4}:f32 must be >= 1"},
       {"stutter1d_axis", {sh({3, 4})}, [](const Ts& x) { return x[0].stutter1d(4, 2); }, "[stutter1d]", "axis 4 out of range for {3,4}:f32"},
       {"split_sizes", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].split("d", {3, 3})[0]; }, "[split]", "sizes {3,3} sum to 6, not to axis \"d\" of {b=3,d=7}:f32"},
       {"chunkExact_divisible", {sh({7})}, [](const Ts& x) { return x[0].chunkExact(0, 2)[0]; }, "[chunkExact]", "axis 0 of {7}:f32 does not split into 2 equal chunks"},
       {"chunkAllowTrailing_size", {sh({7})}, [](const Ts& x) { return x[0].chunkAllowTrailing(0, 0)[0]; }, "[chunkAllowTrailing]", "chunk size 0"},
+      {"toDiagonal_tag_taken", {sh({3, 7}, {"b", "d"})}, [](const Ts& x) { return x[0].toDiagonal("d", {"b", "j"}); }, "[toDiagonal]", "tag \"b\" would name two axes"},
+      {"toDiagonal_axis", {sh({3, 7})}, [](const Ts& x) { return x[0].toDiagonal(2, {"i", "j"}); }, "[toDiagonal]", "axis 2 out of range for {3,7}:f32"},
+      {"cartesianProduct_rank", {sh({3, 2})}, [](const Ts& x) { return Tensor::cartesianProduct(x)[0]; }, "[cartesianProduct]", "expects rank-1 tensors, got {3,2}:f32"},
+      {"cartesianProduct_tags", {sh({3}, {"x"}), sh({2}, {"x"})}, [](const Ts& x) { return Tensor::cartesianProduct(x)[0]; }, "[cartesianProduct]", "tag \"x\" would name two axes"},
+      {"cartesianProductStacked_dtypes", {sh({3}, {"x"}), sh({2}, {"y"}, i32)}, [](const Ts& x) { return Tensor::cartesianProductStacked(x, "c"); }, "[cartesianProductStacked]", "dtypes differ: {x=3}:f32 and {y=2}:i32"},
       {"roll_axis", {sh({7}, {"d"})}, [](const Ts& x) { return x[0].roll("s", 1); }, "[roll]", "no axis tagged \"s\" in {d=7}:f32"},
   };
 }

@@ -425,6 +425,15 @@ class Tensor {
   std::vector<Tensor> chunkExact(Axis axis, int64_t n, Loc loc = Loc::current()) const;
   /// Splits an axis into parts of `size`, the last one shorter if needed. {d=7}.chunkAllowTrailing("d", 3) -> {d=3}, {d=3}, {d=1}
   std::vector<Tensor> chunkAllowTrailing(Axis axis, int64_t size, Loc loc = Loc::current()) const;
+  /// Spreads one axis onto the diagonal of two new axes (zeros elsewhere).
+  /// {b=2,d=3}.toDiagonal("d", {"i", "j"}) -> {b=2,i=3,j=3}
+  Tensor toDiagonal(Axis axis, std::pair<Tag, Tag> tags, Loc loc = Loc::current()) const;
+  /// Rank-1 tensors broadcast to the grid of all their combinations (axis i has vectors[i]'s size
+  /// and tag; dtypes may differ). cartesianProduct({{x=3}, {y=2}}) -> {x=3,y=2}, {x=3,y=2}
+  static std::vector<Tensor> cartesianProduct(const std::vector<Tensor>& vectors, Loc loc = Loc::current());
+  /// cartesianProduct stacked along a last axis `tag` (equal dtypes).
+  /// cartesianProductStacked({{x=3}, {y=2}}, "coord") -> {x=3,y=2,coord=2}
+  static Tensor cartesianProductStacked(const std::vector<Tensor>& vectors, Tag tag, Loc loc = Loc::current());
   /// Shifts elements along an axis by `shift` (positive towards higher indices), wrapping around.
   /// {d=4} holding a,b,c,d .roll("d", 1) -> d,a,b,c
   Tensor roll(Axis axis, int64_t shift, Loc loc = Loc::current()) const;
@@ -551,6 +560,12 @@ struct ArgMax {
   Tensor indices;
 };
 
+/// A slice of one axis starting at a runtime offset: `start` is a scalar integer tensor, `len` static.
+struct DynSlice {
+  Tensor start;
+  int64_t len = 1;
+};
+
 /// The host element types of fromValues and toVector (besides bool, handled apart).
 #define RADIX_HOST_TYPES_BUT_FLOAT(X) \
   X(double) X(signed char) X(short) X(int) X(long) X(long long) X(unsigned char) \
@@ -562,12 +577,6 @@ struct ArgMax {
   extern template Tensor Tensor::fromValues<T>(const Platform&, Shape, const std::vector<T>&);
 RADIX_HOST_TYPES_BUT_FLOAT(RADIX_EXTERN_HOST)
 #undef RADIX_EXTERN_HOST
-/// A slice of one axis starting at a runtime offset: `start` is a scalar integer tensor, `len` static.
-struct DynSlice {
-  Tensor start;
-  int64_t len = 1;
-};
-
 extern template std::vector<float> Tensor::toVector<float>() const;
 extern template std::vector<bool> Tensor::toVector<bool>() const;
 extern template Tensor Tensor::fromValues<bool>(const Platform&, Shape, const std::vector<bool>&);

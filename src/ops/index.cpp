@@ -115,7 +115,7 @@ GatherPlan planGather(const char* op, TraceContext& c, const Shape& x, const std
     for (size_t j = i + 1; j < tags.size(); ++j)
       if (!tags[i].empty() && tags[i] == tags[j])
         throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of indexing " + x.str() + " with " + is.str());
-  p.out = Shape(dims, x.dtype()).withTags(tags);
+  p.out = renamingErrors(op, [&] { return Shape(dims, x.dtype()).withTags(tags); });
   return p;
 }
 
@@ -224,7 +224,7 @@ Tensor Tensor::gatherSlices(const std::vector<std::pair<Axis, int64_t>>& sizes, 
     for (size_t j = i + 1; j < tags.size(); ++j)
       if (!tags[i].empty() && tags[i] == tags[j])
         throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of slicing " + shape_.str() + " at " + ss.str());
-  Shape out = Shape(dims, dtype()).withTags(tags);
+  Shape out = renamingErrors(op, [&] { return Shape(dims, dtype()).withTags(tags); });
   auto loc = c.loc(l, op);
   auto& b = c.builder();
   auto* ctx = &c.mlir();
@@ -399,10 +399,26 @@ Tensor Tensor::dynamicUpdateSlice(const std::vector<std::pair<Axis, Tensor>>& of
     at[a] = scalarOffset(op, c, loc, t, shape_, axis, shape_.dim(a) - us.dim(a));
   }
   if (us.count() == 0) return c.wrap(x, shape_);
-  // One pass over x that writes x's own buffer: element o takes update[o - offset] inside the
-  // window, else keeps its value. A loop nest over the update alone would be cheaper, but an
-  // scf.for that writes a donated argument conflicts with writing the result into that argument
-  // (one-shot bufferization), and tensor.insert_slice leaves a strided memref.copy behind.
+  // A window that is contiguous in x (size-1 axes, then one partial axis, then whole axes: the
+  // KV-cache write {s=1,h,d} into {s,h,d}) is one tensor.insert_slice, a memcpy of the update
+  // into x's buffer.
+  int64_t partial = 0;
+  while (partial < rank() && us.dim(partial) == 1) ++partial;
+  bool contiguous = true;
+  for (int64_t k = partial + 1; k < rank(); ++k) contiguous = contiguous && us.dim(k) == shape_.dim(k);
+  if (contiguous) {
+    std::vector<mlir::OpFoldResult> offsets, sizes, strides;
+    for (int64_t k = 0; k < rank(); ++k) {
+      offsets.push_back(at[k] ? mlir::OpFoldResult(at[k]) : mlir::OpFoldResult(b.getIndexAttr(0)));
+      sizes.push_back(b.getIndexAttr(us.dim(k)));
+      strides.push_back(b.getIndexAttr(1));
+    }
+    return c.wrap(mlir::tensor::InsertSliceOp::create(b, loc, v, x, offsets, sizes, strides), shape_);
+  }
+  // Otherwise one pass over x that writes x's own buffer: element o takes update[o - offset]
+  // inside the window, else keeps its value. (A strided tensor.insert_slice would leave a strided
+  // memref.copy, which needs a runtime library call; a loop nest of tensor.insert conflicts with
+  // donating x to the result in one-shot bufferization.)
   const unsigned n = static_cast<unsigned>(rank());
   auto map = mlir::AffineMap::getMultiDimIdentityMap(n, &c.mlir());
   std::vector<mlir::utils::IteratorType> iters(n, mlir::utils::IteratorType::parallel);

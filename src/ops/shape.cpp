@@ -38,7 +38,7 @@ Shape makeShape(const char* op, const std::vector<int64_t>& dims, const std::vec
     for (size_t j = i + 1; j < tags.size(); ++j)
       if (!tags[i].empty() && tags[i] == tags[j])
         throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of " + from.str());
-  return Shape(dims, dtype).withTags(tags);
+  return renamingErrors(op, [&] { return Shape(dims, dtype).withTags(tags); });
 }
 
 /// An index in [-rank-1, rank] or a tag, as a position to insert axes before.
@@ -160,9 +160,8 @@ Tensor Tensor::reshape(const std::vector<int64_t>& dims, Loc l) const {
       inferred = static_cast<int64_t>(i);
     } else if (dims[i] < 0) {
       throw opError(op, "negative dim " + std::to_string(dims[i]) + " in " + dimsStr(dims) + " for " + shape_.str());
-    } else if (__builtin_mul_overflow(known, dims[i], &known) || known > Shape::kMaxBytes) {
-      throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " +
-                            dimsStr(dims) + ": the element count overflows");
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " + dimsStr(dims));
     }
   }
   if (inferred >= 0) {
@@ -171,10 +170,9 @@ Tensor Tensor::reshape(const std::vector<int64_t>& dims, Loc l) const {
                             std::to_string(shape_.count()) + " elements)");
     resolved[inferred] = shape_.count() / known;
   }
-  if (inferred < 0 && known != shape_.count())
-    throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " +
-                          dimsStr(dims) + " (" + std::to_string(known) + " elements)");
-  Shape out(resolved, dtype());
+  Shape out = renamingErrors(op, [&] { return Shape(resolved, dtype()); });
+  if (out.count() != shape_.count())
+    throw opError(op, "can't reshape " + shape_.str() + " (" + std::to_string(shape_.count()) + " elements) to " + out.str());
   // Tags of the unchanged leading and trailing axes survive.
   const int64_t r = std::min(rank(), out.rank());
   int64_t prefix = 0, suffix = 0;
@@ -363,6 +361,10 @@ Tensor Tensor::pad(const std::vector<std::pair<Axis, Padding>>& padding, double 
     seen[a] = true;
     if (p.interior < 0)
       throw opError(op, "negative interior padding " + std::to_string(p.interior) + " for axis " + axis.str() + " of " + shape_.str());
+    constexpr int64_t kLimit = int64_t{1} << 40;  // keeps the arithmetic below far from overflow
+    if (p.low > kLimit || p.low < -kLimit || p.high > kLimit || p.high < -kLimit ||
+        p.interior > kLimit / std::max<int64_t>(shape_.dim(a), 1))
+      throw opError(op, "padding of axis " + axis.str() + " of " + shape_.str() + " is too large");
     per[a] = p;
   }
   std::vector<int64_t> finalDims;
@@ -445,7 +447,7 @@ Tensor Tensor::slice(const std::vector<std::pair<Axis, Slice>>& slices, Loc l) c
     const int64_t start = clampIndex(s.start), end = s.end == Slice::kToTheEnd ? d : clampIndex(s.end);
     offsets[a] = start;
     strides[a] = s.step;
-    sizes[a] = end > start ? (end - start + s.step - 1) / s.step : 0;
+    sizes[a] = end > start ? (end - start - 1) / s.step + 1 : 0;
   }
   Shape out = makeShape(op, sizes, tagsOf(shape_), dtype(), shape_);
   auto loc = c.loc(l, op);
@@ -569,6 +571,8 @@ Tensor Tensor::repeat(const std::vector<int64_t>& times, Loc l) const {
   std::vector<mlir::AffineExpr> exprs;
   for (int64_t i = 0; i < rank(); ++i) {
     if (times[i] < 1) throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " must be >= 1");
+    if (shape_.dim(i) > 0 && times[i] > (int64_t{1} << 40) / shape_.dim(i))
+      throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " is too large");
     dims.push_back(shape_.dim(i) * times[i]);
     mlir::AffineExpr d = mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir());
     exprs.push_back(times[i] > 1 && shape_.dim(i) > 0 ? d % shape_.dim(i) : d);
@@ -596,6 +600,8 @@ Tensor Tensor::stutter(const std::vector<int64_t>& times, Loc l) const {
   std::vector<mlir::AffineExpr> exprs;
   for (int64_t i = 0; i < rank(); ++i) {
     if (times[i] < 1) throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " must be >= 1");
+    if (shape_.dim(i) > 0 && times[i] > (int64_t{1} << 40) / shape_.dim(i))
+      throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " is too large");
     dims.push_back(shape_.dim(i) * times[i]);
     mlir::AffineExpr d = mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir());
     exprs.push_back(times[i] > 1 ? d.floorDiv(times[i]) : d);
@@ -639,7 +645,7 @@ std::vector<Tensor> Tensor::split(Axis axis, const std::vector<int64_t>& sizes, 
 std::vector<Tensor> Tensor::chunkExact(Axis axis, int64_t n, Loc l) const {
   const char* op = "chunkExact";
   const int64_t a = shape_.axis(axis, op);
-  if (n < 1 || shape_.dim(a) % n != 0)
+  if (n < 1 || n > std::max<int64_t>(shape_.dim(a), 1) || shape_.dim(a) % n != 0)
     throw opError(op, "axis " + axis.str() + " of " + shape_.str() + " does not split into " + std::to_string(n) + " equal chunks");
   return renamingErrors(op, [&] { return split(a, std::vector<int64_t>(n, shape_.dim(a) / n), l); });
 }
@@ -651,6 +657,74 @@ std::vector<Tensor> Tensor::chunkAllowTrailing(Axis axis, int64_t size, Loc l) c
   std::vector<int64_t> sizes;
   for (int64_t left = shape_.dim(a); left > 0; left -= size) sizes.push_back(std::min(left, size));
   return renamingErrors(op, [&] { return split(a, sizes, l); });
+}
+
+Tensor Tensor::toDiagonal(Axis axis, std::pair<Tag, Tag> newTags, Loc l) const {
+  const char* op = "toDiagonal";
+  TraceContext& c = detail::currentTrace(op);
+  const int64_t a = shape_.axis(axis, op);
+  std::vector<int64_t> dims = shape_.dims();
+  std::vector<Tag> tags = tagsOf(shape_);
+  dims.insert(dims.begin() + a + 1, shape_.dim(a));
+  tags[a] = newTags.first;
+  tags.insert(tags.begin() + a + 1, newTags.second);
+  Shape out = makeShape(op, dims, tags, dtype(), shape_);
+  auto loc = c.loc(l, op);
+  mlir::Value x = c.value(*this, op);
+  mlir::Value init = emptyLike(c, loc, out);
+  if (out.count() == 0) return c.wrap(init, out);
+  // Result (.., i, j, ..) reads x(.., i, ..): the input map drops j; the body keeps i == j.
+  auto& b = c.builder();
+  auto* ctx = &c.mlir();
+  const unsigned n = static_cast<unsigned>(out.rank());
+  std::vector<mlir::AffineExpr> exprs;
+  for (unsigned i = 0; i < n; ++i)
+    if (i != static_cast<unsigned>(a) + 1) exprs.push_back(mlir::getAffineDimExpr(i, ctx));
+  auto inMap = mlir::AffineMap::get(n, 0, exprs, ctx);
+  std::vector<mlir::utils::IteratorType> iters(n, mlir::utils::IteratorType::parallel);
+  mlir::TypedAttr zero = scalarAttr(c, dtype(), 0);
+  auto generic = mlir::linalg::GenericOp::create(
+      b, loc, mlir::TypeRange{init.getType()}, mlir::ValueRange{x}, mlir::ValueRange{init},
+      llvm::ArrayRef<mlir::AffineMap>{inMap, mlir::AffineMap::getMultiDimIdentityMap(n, ctx)}, iters,
+      [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
+        mlir::Value i = mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(a));
+        mlir::Value j = mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(a + 1));
+        mlir::Value onDiagonal = mlir::arith::CmpIOp::create(nb, nl, mlir::arith::CmpIPredicate::eq, i, j);
+        mlir::Value z = mlir::arith::ConstantOp::create(nb, nl, zero);
+        mlir::linalg::YieldOp::create(nb, nl, mlir::arith::SelectOp::create(nb, nl, onDiagonal, args[0], z).getResult());
+      });
+  return c.wrap(generic.getResult(0), out);
+}
+
+std::vector<Tensor> Tensor::cartesianProduct(const std::vector<Tensor>& vectors, Loc l) {
+  const char* op = "cartesianProduct";
+  detail::currentTrace(op);
+  if (vectors.empty()) throw opError(op, "no tensors");
+  std::vector<int64_t> dims;
+  std::vector<Tag> tags;
+  for (const Tensor& v : vectors) {
+    if (v.rank() != 1) throw opError(op, "expects rank-1 tensors, got " + v.shape().str());
+    dims.push_back(v.dim(0));
+    tags.push_back(v.shape().tag(0));
+  }
+  std::vector<Tensor> out;
+  const Shape grid = makeShape(op, dims, tags, DType::f32, vectors[0].shape());
+  return renamingErrors(op, [&] {
+    for (size_t i = 0; i < vectors.size(); ++i)
+      out.push_back(vectors[i].broadcast(grid.withDtype(vectors[i].dtype()), {static_cast<int64_t>(i)}, l));
+    return out;
+  });
+}
+
+Tensor Tensor::cartesianProductStacked(const std::vector<Tensor>& vectors, Tag tag, Loc l) {
+  const char* op = "cartesianProductStacked";
+  for (const Tensor& v : vectors)
+    if (!vectors.empty() && v.dtype() != vectors[0].dtype())
+      throw opError(op, "dtypes differ: " + vectors[0].shape().str() + " and " + v.shape().str());
+  return renamingErrors(op, [&] {
+    std::vector<Tensor> grids = cartesianProduct(vectors, l);
+    return stack(grids, -1, tag, l);
+  });
 }
 
 Tensor Tensor::roll(Axis axis, int64_t shift, Loc l) const {
