@@ -24,6 +24,8 @@ struct TensorAccess;
 /// A pair of axes, one on each side of a dotGeneral: {{-1, 0}} contracts lhs's last with rhs's first.
 using AxisPair = std::pair<Axis, Axis>;
 
+struct TopK;
+
 /// A tensor. Bound tensors hold a buffer; traced tensors are values of the function being
 /// compiled. Ops are only valid on traced tensors (inside radix::compile / radix::call).
 class Tensor {
@@ -170,6 +172,16 @@ class Tensor {
   // ---- convolution and pooling ----
 
   // ---- sort and sampling ----
+  /// Sorts along an axis, stable; NaN sorts last ascending and first descending, as in jax.
+  /// {b=2,voc=7}.sort("voc") -> {b=2,voc=7}; {3,17}.sort(0, true) -> {3,17} (descending)
+  Tensor sort(Axis axis, bool descending = false, Loc loc = Loc::current()) const;
+  /// The i32 indices that sort along an axis (stable: ties keep their order, also descending).
+  /// {b=2,voc=7}:f16 .argsort("voc") -> {b=2,voc=7}:i32
+  Tensor argsort(Axis axis, bool descending = false, Loc loc = Loc::current()) const;
+  /// The k largest along an axis in descending order (ties: lower index first; NaN largest) and
+  /// their i32 indices; the axis keeps its tag with size k. 0 <= k <= dim.
+  /// {b=2,voc=50}.topK(3, "voc") -> {values {b=2,voc=3}, indices {b=2,voc=3}:i32}
+  TopK topK(int64_t k, Axis axis, Loc loc = Loc::current()) const;
 
   // ---- buffers ----
   /// Says that this result may take the buffer of function argument `origin` (donation).
@@ -193,6 +205,12 @@ class Tensor {
   int32_t argument_ = -1;                         // >= 0: this value is argument i of its function
   int32_t donation_ = -1;                         // >= 0: result may reuse argument i's buffer
   Memory memory_ = Memory::device;
+};
+
+/// Result of Tensor::topK: the k largest values and their indices (i32) along the axis.
+struct TopK {
+  Tensor values;
+  Tensor indices;
 };
 
 extern template std::vector<float> Tensor::toVector<float>() const;
