@@ -48,22 +48,23 @@ mlir::Value columnIota(TraceContext& c, mlir::Location loc, int64_t rows, int64_
   return generic.getResult(0);
 }
 
-/// One pass of the bottom-up merge: the runs of `width` (each holding its first min(width, limit)
-/// elements) are merged pairwise into `dst`, which receives runs of min(2 width, limit).
-/// `indices`, when given, move with the keys.
+/// Keys (and their indices) in two slots, {2, rows, n}: each pass merges one slot into the other.
 struct Run {
   mlir::Value keys, indices;
 };
 
-Run mergePass(mlir::OpBuilder& b, mlir::Location loc, Run src, Run dst, int64_t rows, int64_t n, mlir::Value width,
-              int64_t limit, DType keyType, bool descending) {
-  const bool withIndices = src.indices != nullptr;
+/// One pass of the bottom-up merge from slot `from` into slot `to`: the runs of `width` (each
+/// holding its first min(width, limit) elements) are merged pairwise into runs of
+/// min(2 width, limit). Reads and writes go through the same tensor, so it bufferizes in place.
+Run mergePass(mlir::OpBuilder& b, mlir::Location loc, Run run, mlir::Value from, mlir::Value to, int64_t rows, int64_t n,
+              mlir::Value width, int64_t limit, DType keyType, bool descending) {
+  const bool withIndices = run.indices != nullptr;
   mlir::Value c0 = indexConst(b, loc, 0), c1 = indexConst(b, loc, 1), cn = indexConst(b, loc, n), cLimit = indexConst(b, loc, limit);
   mlir::Value twice = mlir::arith::AddIOp::create(b, loc, width, width);
   mlir::Value runLen = mlir::arith::MinSIOp::create(b, loc, width, cLimit);
   mlir::Value outLen = mlir::arith::MinSIOp::create(b, loc, twice, cLimit);
-  std::vector<mlir::Value> init = {dst.keys};
-  if (withIndices) init.push_back(dst.indices);
+  std::vector<mlir::Value> init = {run.keys};
+  if (withIndices) init.push_back(run.indices);
   auto rowLoop = mlir::scf::ForOp::create(
       b, loc, c0, indexConst(b, loc, rows), c1, init,
       [&](mlir::OpBuilder& b, mlir::Location loc, mlir::Value r, mlir::ValueRange rowArgs) {
@@ -90,8 +91,8 @@ Run mergePass(mlir::OpBuilder& b, mlir::Location loc, Run src, Run dst, int64_t 
                     mlir::Value ic = mlir::arith::MinSIOp::create(b, loc, i, leftLast);
                     mlir::Value jc = mlir::arith::SelectOp::create(b, loc, rightNonEmpty,
                                                                    mlir::arith::MinSIOp::create(b, loc, j, rightLast), ic);
-                    mlir::Value a = mlir::tensor::ExtractOp::create(b, loc, src.keys, mlir::ValueRange{r, ic});
-                    mlir::Value z = mlir::tensor::ExtractOp::create(b, loc, src.keys, mlir::ValueRange{r, jc});
+                    mlir::Value a = mlir::tensor::ExtractOp::create(b, loc, it[2], mlir::ValueRange{from, r, ic});
+                    mlir::Value z = mlir::tensor::ExtractOp::create(b, loc, it[2], mlir::ValueRange{from, r, jc});
                     mlir::Value leftDone = mlir::arith::CmpIOp::create(b, loc, CmpIPredicate::sge, i, leftEnd);
                     mlir::Value rightOk = mlir::arith::CmpIOp::create(b, loc, CmpIPredicate::slt, j, rightEnd);
                     // Stable: the right element goes first only when strictly before the left one.
@@ -102,12 +103,12 @@ Run mergePass(mlir::OpBuilder& b, mlir::Location loc, Run src, Run dst, int64_t 
                     std::vector<mlir::Value> next = {
                         mlir::arith::SelectOp::create(b, loc, takeRight, i, mlir::arith::AddIOp::create(b, loc, i, c1)),
                         mlir::arith::SelectOp::create(b, loc, takeRight, mlir::arith::AddIOp::create(b, loc, j, c1), j),
-                        mlir::tensor::InsertOp::create(b, loc, v, it[2], mlir::ValueRange{r, o})};
+                        mlir::tensor::InsertOp::create(b, loc, v, it[2], mlir::ValueRange{to, r, o})};
                     if (withIndices) {
-                      mlir::Value ia = mlir::tensor::ExtractOp::create(b, loc, src.indices, mlir::ValueRange{r, ic});
-                      mlir::Value iz = mlir::tensor::ExtractOp::create(b, loc, src.indices, mlir::ValueRange{r, jc});
+                      mlir::Value ia = mlir::tensor::ExtractOp::create(b, loc, it[3], mlir::ValueRange{from, r, ic});
+                      mlir::Value iz = mlir::tensor::ExtractOp::create(b, loc, it[3], mlir::ValueRange{from, r, jc});
                       mlir::Value iv = mlir::arith::SelectOp::create(b, loc, takeRight, iz, ia);
-                      next.push_back(mlir::tensor::InsertOp::create(b, loc, iv, it[3], mlir::ValueRange{r, o}));
+                      next.push_back(mlir::tensor::InsertOp::create(b, loc, iv, it[3], mlir::ValueRange{to, r, o}));
                     }
                     mlir::scf::YieldOp::create(b, loc, next);
                   });
@@ -118,16 +119,30 @@ Run mergePass(mlir::OpBuilder& b, mlir::Location loc, Run src, Run dst, int64_t 
   return {rowLoop.getResult(0), withIndices ? rowLoop.getResult(1) : mlir::Value()};
 }
 
-/// The first columns of a {rows, n} tensor, as a {rows, limit} copy (a slice would be a strided
-/// view, which the runtime can't copy).
-mlir::Value firstColumns(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& to) {
+/// A {2, rows, n} tensor holding `x` ({rows, n}) in slot 0.
+mlir::Value inSlotZero(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& flat) {
+  auto& b = c.builder();
+  const Shape two({2, flat.dim(0), flat.dim(1)}, flat.dtype());
+  auto attrs = [&](std::initializer_list<int64_t> v) {
+    std::vector<mlir::OpFoldResult> out;
+    for (int64_t e : v) out.push_back(b.getIndexAttr(e));
+    return out;
+  };
+  return mlir::tensor::InsertSliceOp::create(b, loc, x, emptyLike(c, loc, two), attrs({0, 0, 0}), attrs({1, flat.dim(0), flat.dim(1)}),
+                                             attrs({1, 1, 1}));
+}
+
+/// The first columns of slot `slot` of a {2, rows, n} tensor, as a {rows, limit} copy (a slice
+/// would be a strided view, which the runtime can't copy).
+mlir::Value firstColumns(TraceContext& c, mlir::Location loc, mlir::Value x, int64_t slot, const Shape& to) {
   auto& b = c.builder();
   auto generic = mlir::linalg::GenericOp::create(
       b, loc, mlir::TypeRange{c.tensorType(to)}, mlir::ValueRange{}, mlir::ValueRange{emptyLike(c, loc, to)},
       llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(2)}, {mlir::utils::IteratorType::parallel, mlir::utils::IteratorType::parallel},
       [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange) {
         mlir::Value i = mlir::linalg::IndexOp::create(nb, l, 0), j = mlir::linalg::IndexOp::create(nb, l, 1);
-        mlir::linalg::YieldOp::create(nb, l, mlir::ValueRange{mlir::tensor::ExtractOp::create(nb, l, x, mlir::ValueRange{i, j})});
+        mlir::Value k = indexConst(nb, l, slot);
+        mlir::linalg::YieldOp::create(nb, l, mlir::ValueRange{mlir::tensor::ExtractOp::create(nb, l, x, mlir::ValueRange{k, i, j})});
       });
   return generic.getResult(0);
 }
@@ -162,8 +177,8 @@ SortedValues sortAlong(TraceContext& c, mlir::Location loc, const Tensor& x, int
   const Shape flat({rows, n}, keyType);
   v = reshapeValue(c, loc, v, moved, flat);
 
-  // Two passes per iteration of a loop (the IR stays small whatever n): the first merges into a
-  // fresh tensor, the second back into the loop's own. An odd last pass only copies its one run.
+  // One pass per iteration of a loop (the IR stays small whatever n), from one slot of a
+  // {2, rows, n} tensor into the other.
   Run run{v, withIndices ? columnIota(c, loc, rows, n) : mlir::Value()};
   int64_t passes = 0;
   while ((int64_t{1} << passes) < n) ++passes;
@@ -171,28 +186,25 @@ SortedValues sortAlong(TraceContext& c, mlir::Location loc, const Tensor& x, int
   if (limit == 0) {
     run = {emptyLike(c, loc, kept), withIndices ? emptyLike(c, loc, kept.withDtype(DType::i32)) : mlir::Value()};
   } else if (passes > 0) {
-    std::vector<mlir::Value> init = {run.keys};
-    if (withIndices) init.push_back(run.indices);
+    std::vector<mlir::Value> init = {inSlotZero(c, loc, run.keys, flat)};
+    if (withIndices) init.push_back(inSlotZero(c, loc, run.indices, flat.withDtype(DType::i32)));
     init.push_back(indexConst(b, loc, 1));
     auto loop = mlir::scf::ForOp::create(
-        b, loc, indexConst(b, loc, 0), indexConst(b, loc, (passes + 1) / 2), indexConst(b, loc, 1), init,
-        [&](mlir::OpBuilder& b, mlir::Location loc, mlir::Value, mlir::ValueRange it) {
+        b, loc, indexConst(b, loc, 0), indexConst(b, loc, passes), indexConst(b, loc, 1), init,
+        [&](mlir::OpBuilder& b, mlir::Location loc, mlir::Value pass, mlir::ValueRange it) {
           mlir::Value width = it.back();
-          Run a{it[0], withIndices ? it[1] : mlir::Value()};
-          Run scratch{emptyLike(c, loc, flat), withIndices ? emptyLike(c, loc, flat.withDtype(DType::i32)) : mlir::Value()};
-          Run once = mergePass(b, loc, a, scratch, rows, n, width, limit, keyType, descending);
-          mlir::Value twice = mlir::arith::AddIOp::create(b, loc, width, width);
-          Run back = mergePass(b, loc, once, a, rows, n, twice, limit, keyType, descending);
-          std::vector<mlir::Value> next = {back.keys};
-          if (withIndices) next.push_back(back.indices);
-          next.push_back(mlir::arith::AddIOp::create(b, loc, twice, twice));
+          mlir::Value from = mlir::arith::AndIOp::create(b, loc, pass, indexConst(b, loc, 1));
+          mlir::Value to = mlir::arith::SubIOp::create(b, loc, indexConst(b, loc, 1), from);
+          Run merged = mergePass(b, loc, {it[0], withIndices ? it[1] : mlir::Value()}, from, to, rows, n, width, limit, keyType,
+                                 descending);
+          std::vector<mlir::Value> next = {merged.keys};
+          if (withIndices) next.push_back(merged.indices);
+          next.push_back(mlir::arith::AddIOp::create(b, loc, width, width));
           mlir::scf::YieldOp::create(b, loc, next);
         });
-    run = {loop.getResult(0), withIndices ? loop.getResult(1) : mlir::Value()};
-  }
-  if (limit > 0 && limit < n) {
-    run.keys = firstColumns(c, loc, run.keys, kept);
-    if (withIndices) run.indices = firstColumns(c, loc, run.indices, kept.withDtype(DType::i32));
+    const int64_t slot = passes % 2;
+    run.keys = firstColumns(c, loc, loop.getResult(0), slot, kept);
+    if (withIndices) run.indices = firstColumns(c, loc, loop.getResult(1), slot, kept.withDtype(DType::i32));
   }
 
   // Put the axis back.
