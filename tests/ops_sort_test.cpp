@@ -203,5 +203,21 @@ TEST(OpsSort, VocabularyRowsSortFast) {
   }
 }
 
+// The serial pipeline (threads = 1) lowers the loops the same way as the OpenMP one.
+TEST(OpsSort, SerialPipelineAgrees) {
+  const Tensor x = Tensor::fromValues(cpu(), sh({3, 129}), pseudoRandom(3 * 129, -3, 3, 5, true));
+  auto fn = [](const Tensor& t) { return std::tuple{t.sort(1), t.argsort(1, true), t.topK(7, 1).indices}; };
+  radix::CompileOptions serialOptions;
+  serialOptions.threads = 1;
+  auto [a, b, c] = radix::testing::compileAndCall(cpu(), fn, x);
+  auto [sa, sb, sc] = radix::testing::compileAndCall(cpu().withOptions(serialOptions), fn, x);
+  EXPECT_EQ(a.toVector<float>(), sa.toVector<float>());
+  EXPECT_EQ(b.toVector<int32_t>(), sb.toVector<int32_t>());
+  EXPECT_EQ(c.toVector<int32_t>(), sc.toVector<int32_t>());
+  const std::vector<Host> in = {{x.toVector<double>(), {3, 129}}};
+  const Vals expected = sortedRef(1, true, -1, true)(in);
+  EXPECT_EQ(sb.toVector<int32_t>(), std::vector<int32_t>(expected.begin(), expected.end()));
+}
+
 }  // namespace
 }  // namespace opstest
