@@ -203,6 +203,21 @@ TEST(OpsSort, VocabularyRowsSortFast) {
   }
 }
 
+// Empty axes and empty batches: nothing to sort, shapes still right.
+TEST(OpsSort, EmptyAxes) {
+  auto fn = [](const Tensor& a, const Tensor& b) {
+    return std::tuple{a.sort(1), a.argsort(1), a.topK(0, 1).values, b.topK(2, 1).indices, b.sort(0, true)};
+  };
+  const Tensor a = Tensor::fromValues(cpu(), sh({3, 0}, {"b", "voc"}), Vals{});
+  const Tensor b = Tensor::fromValues(cpu(), sh({0, 5}), Vals{});
+  auto [s, i, t, u, v] = radix::testing::compileAndCall(cpu(), fn, a, b);
+  EXPECT_EQ(s.shape(), sh({3, 0}, {"b", "voc"}));
+  EXPECT_EQ(i.shape(), sh({3, 0}, {"b", "voc"}, DType::i32));
+  EXPECT_EQ(t.shape(), sh({3, 0}, {"b", "voc"}));
+  EXPECT_EQ(u.shape(), sh({0, 2}, DType::i32));
+  EXPECT_EQ(v.shape(), sh({0, 5}));
+}
+
 // The serial pipeline (threads = 1) lowers the loops the same way as the OpenMP one.
 TEST(OpsSort, SerialPipelineAgrees) {
   const Tensor x = Tensor::fromValues(cpu(), sh({3, 129}), pseudoRandom(3 * 129, -3, 3, 5, true));

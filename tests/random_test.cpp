@@ -373,6 +373,20 @@ TEST(Random, SampleTokensBatchAxes) {
   EXPECT_EQ(sample(logits, Rng::init(cpu(), 1), {.topK = 3}).tokens.shape(), Shape({2, 3}, DType::i32).withTags({"b", "s"}));
 }
 
+// Empty draws and empty batches: the state does not move, shapes are right.
+TEST(Random, EmptyShapes) {
+  auto fn = [](const Rng& r, const Tensor& logits) {
+    RngDraw u = r.uniform(Shape({0, 3}, DType::f32));
+    radix::SampledTokens s = radix::sampleTokens(logits, {.topK = 2, .topP = 0.5}, u.rng);
+    return std::tuple{u, s};
+  };
+  const Rng rng = Rng::init(cpu(), 4);
+  auto [u, s] = radix::testing::compileAndCall(cpu(), fn, rng, Tensor::fromValues(cpu(), Shape({0, 5}, DType::f32), std::vector<float>{}));
+  EXPECT_EQ(u.values.shape(), Shape({0, 3}, DType::f32));
+  EXPECT_EQ(words(u.rng.state), words(rng.state));
+  EXPECT_EQ(s.tokens.shape(), Shape({0}, DType::i32));
+}
+
 TEST(Random, SampleTokensErrors) {
   const Tensor f(Shape({3, 5}, DType::f32)), i(Shape({3, 5}, DType::i32));
   auto expectError = [](const Tensor& logits, radix::SamplingOptions o, const std::string& part) {

@@ -173,7 +173,8 @@ SortedValues sortAlong(TraceContext& c, mlir::Location loc, const Tensor& x, int
   mlir::Value v = convertValue(c, loc, c.value(x, op), d, keyType, shape);
   if (ax != rank - 1)
     v = mlir::linalg::TransposeOp::create(b, loc, v, emptyLike(c, loc, moved), perm).getResult()[0];
-  const int64_t rows = n == 0 ? 0 : moved.count() / n;
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < movedDims.size(); ++i) rows *= movedDims[i];
   const Shape flat({rows, n}, keyType);
   v = reshapeValue(c, loc, v, moved, flat);
 
@@ -183,7 +184,7 @@ SortedValues sortAlong(TraceContext& c, mlir::Location loc, const Tensor& x, int
   int64_t passes = 0;
   while ((int64_t{1} << passes) < n) ++passes;
   const Shape kept({rows, limit}, keyType);
-  if (limit == 0) {
+  if (limit == 0 || rows == 0) {  // nothing to sort
     run = {emptyLike(c, loc, kept), withIndices ? emptyLike(c, loc, kept.withDtype(DType::i32)) : mlir::Value()};
   } else if (passes > 0) {
     std::vector<mlir::Value> init = {inSlotZero(c, loc, run.keys, flat)};
