@@ -213,19 +213,17 @@ TEST(OpsSort, IrSizeDoesNotGrowWithLength) {
   EXPECT_LT(large.mlir().size(), small.mlir().size() * 1.2);
 }
 
-// Empty axes and empty batches: nothing to sort, shapes still right.
+// Empty axes and empty batches: nothing to sort, shapes still right. (One result per function:
+// several zero-size results of one dtype in one function crash buffer-results-to-out-params.)
 TEST(OpsSort, EmptyAxes) {
-  auto fn = [](const Tensor& a, const Tensor& b) {
-    return std::tuple{a.sort(1), a.argsort(1), a.topK(0, 1).values, b.topK(2, 1).indices, b.sort(0, true)};
-  };
   const Tensor a = Tensor::fromValues(cpu(), sh({3, 0}, {"b", "voc"}), Vals{});
   const Tensor b = Tensor::fromValues(cpu(), sh({0, 5}), Vals{});
-  auto [s, i, t, u, v] = radix::testing::compileAndCall(cpu(), fn, a, b);
-  EXPECT_EQ(s.shape(), sh({3, 0}, {"b", "voc"}));
-  EXPECT_EQ(i.shape(), sh({3, 0}, {"b", "voc"}, DType::i32));
-  EXPECT_EQ(t.shape(), sh({3, 0}, {"b", "voc"}));
-  EXPECT_EQ(u.shape(), sh({0, 2}, DType::i32));
-  EXPECT_EQ(v.shape(), sh({0, 5}));
+  auto run = [](const Tensor& x, Op op) { return radix::testing::compileAndCall(cpu(), [op](const Tensor& t) { return op({t}); }, x); };
+  EXPECT_EQ(run(a, sortOp(1, false)).shape(), sh({3, 0}, {"b", "voc"}));
+  EXPECT_EQ(run(a, argsortOp("voc", true)).shape(), sh({3, 0}, {"b", "voc"}, DType::i32));
+  EXPECT_EQ(run(a, topKValuesOp(0, 1)).shape(), sh({3, 0}, {"b", "voc"}));
+  EXPECT_EQ(run(b, topKIndicesOp(2, 1)).shape(), sh({0, 2}, DType::i32));
+  EXPECT_EQ(run(b, sortOp(0, true)).shape(), sh({0, 5}));
 }
 
 // The serial pipeline (threads = 1) lowers the loops the same way as the OpenMP one.
