@@ -353,6 +353,22 @@ TEST(Random, SampleTokensFilters) {
   }
 }
 
+// ZML's sampleTokens test: infinite logits win, the first of equal ones (also through topP, where
+// the softmax of infinities is NaN and only the most likely token stays).
+TEST(Random, SampleTokensInfiniteLogits) {
+  const double inf = INFINITY;
+  const std::vector<std::pair<std::vector<double>, int64_t>> cases = {
+      {{inf, 3, 2, 1}, 0}, {{-inf, 3, -inf, -inf}, 1}, {{3, 2, inf, inf}, 2}};
+  for (const radix::SamplingOptions& o : {radix::SamplingOptions{.temperature = 2, .topK = 4}, radix::SamplingOptions{.topP = 0.9}}) {
+    Rng rng = Rng::init(cpu(), 0xdeadbeef);
+    for (const auto& [logits, expected] : cases) {
+      radix::SampledTokens s = sample(Tensor::fromValues(cpu(), Shape({4}, DType::f32).withTags({"voc"}), logits), rng, o);
+      EXPECT_EQ(s.tokens.toVector<int64_t>(), std::vector<int64_t>{expected});
+      rng = s.rng;
+    }
+  }
+}
+
 // The vocabulary axis is the one tagged "voc", wherever it is, and batch axes stay.
 TEST(Random, SampleTokensBatchAxes) {
   std::vector<double> v(7 * 2 * 3);
