@@ -273,6 +273,8 @@ TEST(Random, Errors) {
   expectError([](const Rng& r) { return r.uniform(Shape({3}, DType::f32), 1, 1).values; }, rng, "[uniform]", "needs finite lo < hi");
   expectError([](const Rng& r) { return r.uniform(Shape({3}, DType::f16), 1.0001, 1.0002).values; }, rng, "[uniform]",
               "no f16 value in [1.000100, 1.000200)");
+  expectError([](const Rng& r) { return r.uniform(Shape({3}, DType::bf16), -3e38, 3e38).values; }, rng, "[uniform]",
+              "hi - lo overflows f32 for {3}:bf16");
   expectError([](const Rng& r) { return r.normal(Shape({3}, DType::f32), 0, -1).values; }, rng, "[normal]", "stddev >= 0");
   expectError([](const Rng& r) { return r.bitGenerator(Shape({3}, DType::f32)).values; }, rng, "[bitGenerator]",
               "needs an integer dtype, got {3}:f32");

@@ -294,8 +294,8 @@ RngDraw Rng::uniform(const Shape& shape, double lo, double hi, Loc l) const {
   if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi))
     throw opError(op, "needs finite lo < hi, got [" + std::to_string(lo) + ", " + std::to_string(hi) + ") for " + shape.str());
   const double scale = hi - lo;
-  if (ct == DType::f32 && !std::isfinite(static_cast<float>(scale)))
-    throw opError(op, "hi - lo = " + std::to_string(scale) + " overflows f32 for " + shape.str());
+  if (!std::isfinite(scale) || (ct == DType::f32 && !std::isfinite(static_cast<float>(scale))))
+    throw opError(op, "hi - lo overflows " + std::string(name(ct)) + " for " + shape.str());
   auto loc = c.loc(l, op);
   auto& b = c.builder();
   // The result is clamped to [lo rounded up, the largest value below hi] in the dtype, so that
