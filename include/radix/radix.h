@@ -6,5 +6,6 @@
 #include "radix/error.h"
 #include "radix/module.h"
 #include "radix/platform.h"
+#include "radix/random.h"
 #include "radix/shape.h"
 #include "radix/tensor.h"

@@ -55,6 +55,7 @@ enum class ScatterMode {
 
 class Tensor;
 struct DynSlice;
+struct TopK;
 
 /// A tensor. Bound tensors hold a buffer; traced tensors are values of the function being
 /// compiled. Ops are only valid on traced tensors (inside radix::compile / radix::call).
@@ -530,6 +531,16 @@ class Tensor {
                   Loc loc = Loc::current()) const;
 
   // ---- sort and sampling ----
+  /// Sorts along an axis, stable; NaN sorts last ascending and first descending, as in jax.
+  /// {b=2,voc=7}.sort("voc") -> {b=2,voc=7}; {3,17}.sort(0, true) -> {3,17} (descending)
+  Tensor sort(Axis axis, bool descending = false, Loc loc = Loc::current()) const;
+  /// The i32 indices that sort along an axis (stable: ties keep their order, also descending).
+  /// {b=2,voc=7}:f16 .argsort("voc") -> {b=2,voc=7}:i32
+  Tensor argsort(Axis axis, bool descending = false, Loc loc = Loc::current()) const;
+  /// The k largest along an axis in descending order (ties: lower index first; NaN largest) and
+  /// their i32 indices; the axis keeps its tag with size k. 0 <= k <= dim.
+  /// {b=2,voc=50}.topK(3, "voc") -> {values {b=2,voc=3}, indices {b=2,voc=3}:i32}
+  TopK topK(int64_t k, Axis axis, Loc loc = Loc::current()) const;
 
   // ---- buffers ----
   /// Says that this result may take the buffer of function argument `origin` (donation).
@@ -580,5 +591,11 @@ RADIX_HOST_TYPES_BUT_FLOAT(RADIX_EXTERN_HOST)
 extern template std::vector<float> Tensor::toVector<float>() const;
 extern template std::vector<bool> Tensor::toVector<bool>() const;
 extern template Tensor Tensor::fromValues<bool>(const Platform&, Shape, const std::vector<bool>&);
+
+/// Result of Tensor::topK: the k largest values and their indices (i32) along the axis.
+struct TopK {
+  Tensor values;
+  Tensor indices;
+};
 
 }  // namespace radix
