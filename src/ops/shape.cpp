@@ -562,26 +562,35 @@ Tensor Tensor::stack(const std::vector<Tensor>& tensors, Axis position, Tag tag,
   });
 }
 
-Tensor Tensor::repeat(const std::vector<int64_t>& times, Loc l) const {
-  const char* op = "repeat";
+namespace {
+/// repeat and stutter: each axis grows `times` fold; `source(d, dim, times)` maps an output index
+/// expression to the input index.
+Tensor tiled(const Tensor& x, const char* op, const std::vector<int64_t>& times, const std::source_location& l,
+             mlir::AffineExpr (*source)(mlir::AffineExpr, int64_t, int64_t)) {
   TraceContext& c = detail::currentTrace(op);
-  if (static_cast<int64_t>(times.size()) != rank())
-    throw opError(op, std::to_string(times.size()) + " repeat counts for " + shape_.str());
+  const Shape& shape = x.shape();
+  if (static_cast<int64_t>(times.size()) != x.rank())
+    throw opError(op, std::to_string(times.size()) + " repeat counts for " + shape.str());
   std::vector<int64_t> dims;
   std::vector<mlir::AffineExpr> exprs;
-  for (int64_t i = 0; i < rank(); ++i) {
-    if (times[i] < 1) throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " must be >= 1");
-    if (shape_.dim(i) > 0 && times[i] > (int64_t{1} << 40) / shape_.dim(i))
-      throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " is too large");
-    dims.push_back(shape_.dim(i) * times[i]);
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    if (times[i] < 1) throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape.str() + " must be >= 1");
+    if (shape.dim(i) > 0 && times[i] > (int64_t{1} << 40) / shape.dim(i))
+      throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape.str() + " is too large");
+    dims.push_back(shape.dim(i) * times[i]);
     mlir::AffineExpr d = mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir());
-    exprs.push_back(times[i] > 1 && shape_.dim(i) > 0 ? d % shape_.dim(i) : d);
+    exprs.push_back(times[i] > 1 && shape.dim(i) > 0 ? source(d, shape.dim(i), times[i]) : d);
   }
-  Shape out = makeShape(op, dims, tagsOf(shape_), dtype(), shape_);
+  Shape out = makeShape(op, dims, tagsOf(shape), x.dtype(), shape);
   auto loc = c.loc(l, op);
-  mlir::Value x = c.value(*this, op);
-  if (out.dims() == shape_.dims()) return c.wrap(x, out);
-  return c.wrap(affineCopy(c, loc, x, out, exprs), out);
+  mlir::Value v = c.value(x, op);
+  if (out.dims() == shape.dims()) return c.wrap(v, out);
+  return c.wrap(affineCopy(c, loc, v, out, exprs), out);
+}
+}  // namespace
+
+Tensor Tensor::repeat(const std::vector<int64_t>& times, Loc l) const {
+  return tiled(*this, "repeat", times, l, [](mlir::AffineExpr d, int64_t dim, int64_t) { return d % dim; });
 }
 
 Tensor Tensor::repeat1d(Axis axis, int64_t times, Loc l) const {
@@ -592,25 +601,7 @@ Tensor Tensor::repeat1d(Axis axis, int64_t times, Loc l) const {
 }
 
 Tensor Tensor::stutter(const std::vector<int64_t>& times, Loc l) const {
-  const char* op = "stutter";
-  TraceContext& c = detail::currentTrace(op);
-  if (static_cast<int64_t>(times.size()) != rank())
-    throw opError(op, std::to_string(times.size()) + " repeat counts for " + shape_.str());
-  std::vector<int64_t> dims;
-  std::vector<mlir::AffineExpr> exprs;
-  for (int64_t i = 0; i < rank(); ++i) {
-    if (times[i] < 1) throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " must be >= 1");
-    if (shape_.dim(i) > 0 && times[i] > (int64_t{1} << 40) / shape_.dim(i))
-      throw opError(op, "repeat count " + std::to_string(times[i]) + " for axis " + std::to_string(i) + " of " + shape_.str() + " is too large");
-    dims.push_back(shape_.dim(i) * times[i]);
-    mlir::AffineExpr d = mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir());
-    exprs.push_back(times[i] > 1 ? d.floorDiv(times[i]) : d);
-  }
-  Shape out = makeShape(op, dims, tagsOf(shape_), dtype(), shape_);
-  auto loc = c.loc(l, op);
-  mlir::Value x = c.value(*this, op);
-  if (out.dims() == shape_.dims()) return c.wrap(x, out);
-  return c.wrap(affineCopy(c, loc, x, out, exprs), out);
+  return tiled(*this, "stutter", times, l, [](mlir::AffineExpr d, int64_t, int64_t n) { return d.floorDiv(n); });
 }
 
 Tensor Tensor::stutter1d(Axis axis, int64_t times, Loc l) const {
