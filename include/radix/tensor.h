@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "radix/error.h"
+#include "radix/loc.h"
 #include "radix/platform.h"
 #include "radix/shape.h"
 
@@ -28,7 +29,7 @@ using AxisPair = std::pair<Axis, Axis>;
 /// compiled. Ops are only valid on traced tensors (inside radix::compile / radix::call).
 class Tensor {
  public:
-  using Loc = std::source_location;
+  using Loc = radix::Loc;
 
   /// An empty scalar placeholder; useful as a default member value.
   Tensor() = default;

@@ -1,4 +1,5 @@
 // Host-side tensors: buffers, value conversion, and the Tensor methods that need no tracer.
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <cxxabi.h>
@@ -146,6 +147,37 @@ RADIX_INSTANTIATE(uint8_t)
 void TensorReplacer::tensor(Tensor& t) {
   if (next >= with.size()) throw Error("[exe] result structure holds more tensors than the function returned");
   t = with[next++];
+}
+
+std::string_view identifierAtEnd(std::string_view spelled) {
+  const size_t close = spelled.rfind(']');
+  if (close == std::string_view::npos) return {};
+  std::string_view s = spelled.substr(0, close);
+  while (!s.empty() && (s.back() == ')' || s.back() == ' ')) s.remove_suffix(1);
+  size_t begin = s.size();
+  auto isWord = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  while (begin > 0 && isWord(s[begin - 1])) --begin;
+  std::string_view name = s.substr(begin);
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return {};
+  if (begin == 0 || (s[begin - 1] != '.' && s[begin - 1] != ':')) return {};
+  return name;
+}
+
+void PathBuilder::enter(const PathStep& step) {
+  marks.push_back(path.size());
+  if (!step.isField) {
+    path += "[" + std::to_string(step.index) + "]";
+  } else if (!step.name.empty()) {
+    path += ".";
+    path += step.name;
+  } else {
+    path += ".field#" + std::to_string(step.index);
+  }
+}
+
+std::string argumentName(size_t i, bool member) {
+  if (member) return i == 0 ? "self" : "arg" + std::to_string(i - 1);
+  return "arg" + std::to_string(i);
 }
 
 void Hasher::shape(const Shape& s) {
