@@ -200,3 +200,17 @@ TEST(Ergonomics, LocationIsAppendedOnceAndNotReused) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Ergonomics, WithTagAndWithTagsFromAVector) {
+  Tensor t(Shape({2, 8}, DType::f32));
+  EXPECT_EQ(t.withTag(-1, "d").shape().str(), "{2,d=8}:f32");
+  EXPECT_EQ(t.withTags(std::vector<radix::Tag>{"b", "d"}).withTag("d", "k").shape().str(), "{b=2,k=8}:f32");
+  EXPECT_EQ(t.withTags(std::vector<radix::Tag>{"b", "d"}).withTag(0, "").shape().str(), "{2,d=8}:f32");
+  EXPECT_EQ(errorOf([&] { t.withTags(std::vector<radix::Tag>{"b", "d"}).withTag(0, "d"); }).rfind("[withTag]", 0), 0u);
+  EXPECT_EQ(errorOf([&] { t.withTag("x", "d"); }).rfind("[withTag]", 0), 0u);
+  EXPECT_EQ(errorOf([&] { t.withTags(std::vector<radix::Tag>{"b"}); }).rfind("[withTags]", 0), 0u);
+}
+
+}  // namespace

@@ -78,6 +78,10 @@ class Tensor {
 
   /// Same data, new tags: {2,8}.withTags({"b","d"}) -> {b=2,d=8}
   Tensor withTags(std::initializer_list<Tag> tags) const;
+  /// Same from a vector: {2,8}.withTags(std::vector<Tag>{"b","d"}) -> {b=2,d=8}
+  Tensor withTags(const std::vector<Tag>& tags) const;
+  /// Same data, one axis (re)tagged: {b=2,8}.withTag(-1, "d") -> {b=2,d=8}
+  Tensor withTag(Axis axis, Tag tag) const;
   /// Same data, axes marked as sharded: {16,8}.withSharding({0})
   Tensor withSharding(std::initializer_list<Axis> axes) const;
 

@@ -323,6 +323,18 @@ Tensor Tensor::withTags(std::initializer_list<Tag> tags) const {
   return t;
 }
 
+Tensor Tensor::withTags(const std::vector<Tag>& tags) const {
+  Tensor t = *this;
+  t.shape_ = shape_.withTags(tags);
+  return t;
+}
+
+Tensor Tensor::withTag(Axis axis, Tag tag) const {
+  Tensor t = *this;
+  t.shape_ = shape_.withTag(shape_.axis(axis, "withTag"), tag);
+  return t;
+}
+
 Tensor Tensor::withSharding(std::initializer_list<Axis> axes) const {
   Tensor t = *this;
   t.shape_ = shape_.withSharding(axes);
