@@ -214,3 +214,41 @@ TEST(Ergonomics, WithTagAndWithTagsFromAVector) {
 }
 
 }  // namespace
+
+namespace {
+
+struct Config {
+  Tensor w;
+  int heads = 2;
+  std::vector<float> scales;
+  std::optional<radix::Tag> axis;
+  Tensor forward(Tensor x) const {
+    Tensor y = x.mul(w).mulConstant(heads);
+    for (float s : scales) y = y.mulConstant(s);
+    return y;
+  }
+};
+
+TEST(Ergonomics, ChangedConstantsAreNamed) {
+  Config c{f32({2}, {1, 2}), 2, {1, 3}, std::nullopt};
+  Tensor x = f32({2}, {1, 1});
+  radix::Exe exe = radix::compile(cpu(), &Config::forward, c, x);
+  radix::testing::expectClose(exe(c, x), {6, 12}, 0);
+  const std::string head = "[exe] non-Tensor arguments (compile-time constants) differ from compile time: ";
+  Config heads = c;
+  heads.heads = 4;
+  EXPECT_EQ(errorOf([&] { exe(heads, x); }), head + "self.heads changed; compile again for new values");
+  Config scales = c;
+  scales.scales = {1, 3, 5};
+  EXPECT_EQ(errorOf([&] { exe(scales, x); }),
+            head + "self.scales has size 3, compiled with 2 (container sizes, optional presence and variant "
+                   "alternatives are constants); compile again for new values");
+  Config scale = c;
+  scale.scales[1] = 4;
+  EXPECT_EQ(errorOf([&] { exe(scale, x); }), head + "self.scales[1] changed; compile again for new values");
+  Config axis = c;
+  axis.axis = "d";
+  EXPECT_EQ(errorOf([&] { exe(axis, x); }).rfind(head + "self.axis has size 1, compiled with 0", 0), 0u);
+}
+
+}  // namespace

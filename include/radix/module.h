@@ -20,9 +20,14 @@ namespace radix {
 template <class R>
 class Exe {
  public:
-  /// `member`: compiled from a member function, whose object is named "self" in errors.
-  Exe(std::shared_ptr<detail::Executable> executable, R resultTemplate, bool member = false)
-      : executable_(std::move(executable)), template_(std::move(resultTemplate)), member_(member) {}
+  /// `member`: compiled from a member function, whose object is named "self" in errors;
+  /// `constants`: the compile-time constants of the arguments, to name one that changes.
+  Exe(std::shared_ptr<detail::Executable> executable, R resultTemplate, bool member = false,
+      std::vector<detail::ConstantLeaf> constants = {})
+      : executable_(std::move(executable)),
+        template_(std::move(resultTemplate)),
+        member_(member),
+        constants_(std::move(constants)) {}
 
   /// Runs on the buffers of `args` (same structure as at compile time); returns bound results.
   /// Donated arguments give their buffers to the results and may not be used afterwards.
@@ -32,8 +37,13 @@ class Exe {
     detail::ConstantHasher constants;
     detail::TensorCollector leaves;
     ((detail::visitLeaves(constants, args), detail::visitLeaves(leaves, args)), ...);
-    detail::checkCallStructure(executable_->signature(), typeid(std::tuple<std::decay_t<Args>...>),
-                               constants.digest());
+    const detail::Signature& signature = executable_->signature();
+    const std::type_info& types = typeid(std::tuple<std::decay_t<Args>...>);
+    if (*signature.argTypes == types && signature.constantsHash != constants.digest() && !constants_.empty()) {
+      const std::string change = detail::describeConstantChange(constants_, detail::constantLeaves(member_, args...));
+      if (!change.empty()) throw Error(change);
+    }
+    detail::checkCallStructure(signature, types, constants.digest());
     auto leafPath = [&](size_t i) { return detail::tensorPaths(member_, args...).at(i); };
     std::vector<Tensor> outputs = executable_->run(leaves.out, leafPath);
     R result = template_;
@@ -53,6 +63,7 @@ class Exe {
   std::shared_ptr<detail::Executable> executable_;
   R template_;
   bool member_ = false;
+  std::vector<detail::ConstantLeaf> constants_;
 };
 
 namespace detail {
@@ -125,7 +136,7 @@ Exe<detail::ResultOf<F, Args...>> compile(const Platform& platform, const F& fn,
   auto executable = session.finish(typeid(std::tuple<std::decay_t<Args>...>), constants.digest());
   detail::TensorForgetter forget;
   detail::visitLeaves(forget, result);
-  return Exe<R>(std::move(executable), std::move(result), member);
+  return Exe<R>(std::move(executable), std::move(result), member, detail::constantLeaves(member, args...));
 }
 
 namespace detail {

@@ -175,6 +175,21 @@ void PathBuilder::enter(const PathStep& step) {
   }
 }
 
+std::string describeConstantChange(const std::vector<ConstantLeaf>& compiled, const std::vector<ConstantLeaf>& now) {
+  const std::string head = "[exe] non-Tensor arguments (compile-time constants) differ from compile time: ";
+  const std::string tail = "; compile again for new values";
+  for (size_t i = 0; i < compiled.size() && i < now.size(); ++i) {
+    const ConstantLeaf &a = compiled[i], &b = now[i];
+    if (a.path == b.path && a.isSize == b.isSize && a.value == b.value) continue;
+    if (a.path == b.path && a.isSize && b.isSize)
+      return head + b.path + " has size " + std::to_string(b.value) + ", compiled with " + std::to_string(a.value) +
+             " (container sizes, optional presence and variant alternatives are constants)" + tail;
+    return head + b.path + " changed" + tail;
+  }
+  if (compiled.size() != now.size()) return head + "their number changed" + tail;
+  return {};
+}
+
 std::string argumentName(size_t i, bool member) {
   if (member) return i == 0 ? "self" : "arg" + std::to_string(i - 1);
   return "arg" + std::to_string(i);

@@ -135,6 +135,10 @@ void visitLeaves(V& v, T& x) {
   }
 }
 
+/// The name of top-level argument `i` in paths: "self" for the object of a member function
+/// compile, else "arg0", "arg1", ... counting the function's own parameters.
+std::string argumentName(size_t i, bool member);
+
 /// Builds the path of the current leaf: "self.layers[1].attn.wq".
 struct PathBuilder {
   std::string path;
@@ -153,10 +157,6 @@ struct TensorPaths : PathBuilder {
   template <class T> void value(const T&) {}
   void size(size_t) {}
 };
-
-/// The name of top-level argument `i` in paths: "self" for the object of a member function
-/// compile, else "arg0", "arg1", ... counting the function's own parameters.
-std::string argumentName(size_t i, bool member);
 
 /// Paths of every Tensor leaf of `args...`: {"self.layers[0].w", ..., "arg0"}.
 template <class... Args>
@@ -217,6 +217,43 @@ uint64_t hashArgs(const Args&... args) {
 struct ConstantHasher : Hasher {
   void tensor(const Tensor&) { size(0x7e); }
 };
+
+/// One compile-time constant of an argument structure, with its path (for errors naming it).
+struct ConstantLeaf {
+  std::string path;
+  bool isSize = false;  // a container size, an optional's presence or a variant's index
+  uint64_t value = 0;   // that number, or a hash of the value
+};
+
+/// The non-Tensor leaves and sizes of argument structures, with their paths.
+struct ConstantLeaves : PathBuilder {
+  std::vector<ConstantLeaf> out;
+  void tensor(const Tensor&) {}
+  template <class T>
+  void value(const T& x) {
+    Hasher h;
+    h.value(x);
+    out.push_back({path, false, h.digest()});
+  }
+  void size(size_t n) { out.push_back({path, true, n}); }
+};
+
+/// Constant leaves of `args...`, named as tensorPaths names Tensor leaves.
+template <class... Args>
+std::vector<ConstantLeaf> constantLeaves(bool member, const Args&... args) {
+  ConstantLeaves leaves;
+  size_t i = 0;
+  auto one = [&](const auto& a) {
+    leaves.path = argumentName(i++, member);
+    visitLeaves(leaves, a);
+  };
+  (one(args), ...);
+  return std::move(leaves.out);
+}
+
+/// "[exe] non-Tensor arguments ... differ from compile time: self.heads changed ..." naming the
+/// first constant that differs, or "" when none does.
+std::string describeConstantChange(const std::vector<ConstantLeaf>& compiled, const std::vector<ConstantLeaf>& now);
 
 /// Collects pointers to the Tensor leaves, in visiting order.
 struct TensorCollector {
