@@ -135,7 +135,7 @@ TEST_F(Cache, CorruptOrForeignEntriesAreReplaced) {
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH64(garbage.data(), garbage.size(), 0)));
   forged["object_xxh64"] = hex;
   forged["object_bytes"] = garbage.size();
-  expectRecompile(forged.dump(), "unloadable");
+  expectRecompile(forged.dump(), "no object file");
 }
 
 TEST(CachePaths, LongNamesAreCut) {
@@ -195,6 +195,11 @@ TEST_F(Cache, CommandLineListsAndClears) {
   ASSERT_EQ(run(cli + " cache clear " + dir + " > " + out), 0);
   EXPECT_TRUE(radix::listCache(dir).empty());
   EXPECT_EQ(run(cli + " cache frobnicate 2> /dev/null"), 2);
+  ASSERT_EQ(run(cli + " targets > " + out), 0);
+  std::ifstream targets(out);
+  const std::string list(std::istreambuf_iterator<char>(targets), {});
+  EXPECT_NE(list.find("\n  x86-64-v3\n"), std::string::npos) << list;
+  EXPECT_NE(list.find("\n  avx2\n"), std::string::npos) << list;
   fs::remove(out);
 }
 

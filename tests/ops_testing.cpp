@@ -25,6 +25,13 @@ bool registerErrors(std::vector<ErrorCase> (*rows)()) {
   return true;
 }
 
+std::vector<ErrorCase> allErrorCases() {
+  std::vector<ErrorCase> out;
+  for (auto rows : errorLists())
+    for (ErrorCase& c : rows()) out.push_back(std::move(c));
+  return out;
+}
+
 namespace {
 
 
@@ -154,13 +161,6 @@ TEST_P(OpsErrors, ThrowsRadixError) {
   Ts args;
   for (const Shape& s : c.inputs) args.emplace_back(s);  // placeholders: tracing needs no buffers
   expectError([&] { radix::compile(cpu(), c.op, args); }, c.prefix, c.part);
-}
-
-std::vector<ErrorCase> allErrorCases() {
-  std::vector<ErrorCase> out;
-  for (auto rows : errorLists())
-    for (ErrorCase& c : rows()) out.push_back(std::move(c));
-  return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpsErrors, ::testing::ValuesIn(allErrorCases()), caseName<ErrorCase>);

@@ -298,6 +298,8 @@ inline void PrintTo(const ErrorCase& c, std::ostream* os) { *os << c.name; }
 bool registerCases(const char* section, std::vector<Case> (*rows)());
 /// Adds a list of error cases.
 bool registerErrors(std::vector<ErrorCase> (*rows)());
+/// Every registered error case (the Hardening suite runs each in a forked child too).
+std::vector<ErrorCase> allErrorCases();
 
 }  // namespace opstest
 

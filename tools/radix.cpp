@@ -1,8 +1,9 @@
-// radix: the command-line tool. `radix cache ls`, `radix cache clear`, `radix version`.
+// radix: the command-line tool. `radix cache ls`, `radix cache clear`, `radix targets`, `radix version`.
 #include <cstdio>
 #include <string>
 
 #include "radix/cache.h"
+#include "radix/platform.h"
 #include "radix/version.h"
 
 namespace {
@@ -11,6 +12,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: radix cache ls [DIR]     list cache entries with sizes and ages\n"
                "       radix cache clear [DIR]  remove every cache entry\n"
+               "       radix targets            CPU names and features for CompileOptions::targetCpu/targetFeatures\n"
                "       radix version\n"
                "DIR defaults to $RADIX_CACHE_DIR, else $XDG_CACHE_HOME/radix, else ~/.cache/radix\n");
   return 2;
@@ -41,6 +43,13 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "version") {
     std::printf("radix %s\n", RADIX_VERSION);
+    return 0;
+  }
+  if (command == "targets") {
+    std::printf("host CPU: %s\n\nCPUs (CompileOptions::targetCpu):\n", radix::hostTargetCpu().c_str());
+    for (const std::string& cpu : radix::targetCpuNames()) std::printf("  %s\n", cpu.c_str());
+    std::printf("\nfeatures (CompileOptions::targetFeatures, as +name or -name, comma-separated):\n");
+    for (const std::string& f : radix::targetFeatureNames()) std::printf("  %s\n", f.c_str());
     return 0;
   }
   if (command != "cache" || argc < 3) return usage();

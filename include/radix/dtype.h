@@ -9,9 +9,12 @@ namespace radix {
 /// Element type. `bool_` is one byte per element on the host.
 enum class DType : uint8_t { bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64 };
 
-/// Bytes per element: sizeOf(DType::bf16) -> 2
+/// Bytes per element: sizeOf(DType::bf16) -> 2; throws radix::Error("[dtype] ...") for a value
+/// outside the enum.
 size_t sizeOf(DType dtype);
-/// Lower-case name: name(DType::f16) -> "f16"
+/// Throws radix::Error("[op] invalid DType 13 ...") unless dtype is one of the enum's values.
+void checkDType(DType dtype, std::string_view op);
+/// Lower-case name: name(DType::f16) -> "f16"; "invalid" for a value outside the enum.
 std::string_view name(DType dtype);
 /// True for f16, bf16, f32, f64.
 bool isFloat(DType dtype);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace radix {
 
@@ -15,8 +16,10 @@ enum class Memory : uint8_t { device, hostPinned, hostUnpinned };
 /// PJRT's name of a memory kind: memoryKindName(Memory::hostPinned) -> "pinned_host"
 std::string_view memoryKindName(Memory memory);
 
-/// How a program is partitioned across devices (the seed's Platform.sharding()).
+/// How a program is partitioned across devices (the seed's Platform.sharding()). Each count is
+/// 1..kMaxDevices; a sharded axis must be divisible by numPartitions.
 struct Sharding {
+  static constexpr int kMaxDevices = 1 << 16;
   int numReplicas = 1;
   int numPartitions = 1;
   /// With partitions > 1, emit `mhlo.sharding` / `mhlo.layout_mode` on arguments and results.
@@ -42,8 +45,10 @@ struct CompileOptions {
   std::string targetCpu;
   std::string targetFeatures;
   /// Threads for compiled code: 1 runs serial loops; 0 (default) lets OpenMP use one per core
-  /// (or $OMP_NUM_THREADS); N > 1 splits each op's outer parallel loops over N threads.
+  /// (or $OMP_NUM_THREADS); N > 1 splits each op's outer parallel loops over N threads (at most
+  /// kMaxThreads; negative counts are an error).
   int threads = 0;
+  static constexpr int kMaxThreads = 1024;
   /// MLIR passes run on the tensor-level IR after inlining, before bufferization, in
   /// mlir-opt's syntax without builtin.module(...): "func.func(linalg-generalize-named-ops)".
   std::string extraPasses;
@@ -68,7 +73,9 @@ class Platform {
   Platform withSharding(Sharding sharding) const;
   /// The compile options used by radix::compile on this platform.
   const CompileOptions& options() const;
-  /// A copy with other compile options: cpu.withOptions({.optLevel = 0})
+  /// A copy with other compile options: cpu.withOptions({.optLevel = 0}). Throws
+  /// radix::Error("[platform] ..." / "[compile] ...") for an out-of-range level or thread count, or
+  /// an unknown target CPU or feature.
   Platform withOptions(CompileOptions options) const;
 
   friend bool operator==(const Platform& a, const Platform& b) { return a.state_ == b.state_; }
@@ -82,6 +89,13 @@ class Platform {
 }  // namespace radix
 
 namespace radix {
+/// CPU names that CompileOptions::targetCpu accepts on this host's architecture: {"x86-64", "x86-64-v3", "znver4", ...}
+std::vector<std::string> targetCpuNames();
+/// Feature names that CompileOptions::targetFeatures accepts (with + or -): {"avx2", "fma", ...}
+std::vector<std::string> targetFeatureNames();
+/// The host CPU as LLVM names it: "znver4"
+std::string hostTargetCpu();
+
 class Shape;
 /// The seed's writeShardingRepresentation: "{replicated}" when no axis is sharded or there is one
 /// partition, else "{devices=[d0,d1,...]<=[n]}" with n for sharded axes and 1 for the others.

@@ -62,10 +62,13 @@ class Axis {
 class Shape {
  public:
   static constexpr int kMaxRank = 8;
+  /// The largest dense buffer a shape may describe: count() * sizeOf(dtype) <= 2^62.
+  static constexpr int64_t kMaxBytes = int64_t{1} << 62;
 
   /// A scalar f32 shape: Shape().str() -> "{}:f32"
   Shape() = default;
-  /// Shape({2, 3}, DType::f16) -> {2,3}:f16; throws radix::Error if rank > 8 or a dim < 0.
+  /// Shape({2, 3}, DType::f16) -> {2,3}:f16; throws radix::Error if rank > 8, a dim < 0, the
+  /// dtype is not a valid DType, or the buffer would exceed kMaxBytes.
   Shape(std::initializer_list<int64_t> dims, DType dtype);
   /// Shape(std::vector<int64_t>{2, 3}, DType::f16) -> {2,3}:f16
   Shape(const std::vector<int64_t>& dims, DType dtype);
@@ -78,7 +81,7 @@ class Shape {
   std::vector<int64_t> dims() const { return {dims_.begin(), dims_.begin() + rank_}; }
   /// Element type: {2}:f16 .dtype() -> DType::f16
   DType dtype() const { return dtype_; }
-  /// Number of elements (1 for a scalar).
+  /// Number of elements (1 for a scalar); never overflows (see kMaxBytes).
   int64_t count() const;
   /// Bytes of a dense row-major buffer of this shape.
   size_t byteSize() const { return static_cast<size_t>(count()) * sizeOf(dtype_); }

@@ -40,15 +40,12 @@ class Tensor {
   /// Copies host values into a new buffer, converting to the shape's dtype.
   /// Tensor::fromValues(cpu, Shape({2}, DType::f16), {1, 2}) -> {2}:f16 holding 1, 2
   static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<float>& values);
-  /// Same from doubles or integers (exact for 64-bit integers): fromValues(cpu, Shape({2}, DType::i64), std::vector<int64_t>{1, 2})
+  /// Same from any arithmetic host type (bool, int8..int64, uint8..uint64, double; exact for
+  /// 64-bit integers). Out-of-range values saturate, NaN becomes 0 in integer dtypes:
+  /// fromValues(cpu, Shape({2}, DType::u8), std::vector<int>{-1, 300}) -> {2}:u8 holding 0, 255
   template <class T>
     requires(std::is_arithmetic_v<T> && !std::is_same_v<T, float>)
-  static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<T>& values) {
-    if constexpr (std::is_integral_v<T>)
-      return fromIntegers(platform, shape, std::vector<int64_t>(values.begin(), values.end()));
-    else
-      return fromDoubles(platform, shape, std::vector<double>(values.begin(), values.end()));
-  }
+  static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<T>& values);
   /// Copies raw bytes (already in the shape's dtype, row-major) into a new buffer.
   static Tensor fromBytes(const Platform& platform, Shape shape, const void* data, size_t bytes);
 
@@ -69,7 +66,8 @@ class Tensor {
   /// Address of a bound tensor's data (for tests of donation); throws if not bound or donated.
   const void* bufferAddress() const;
 
-  /// Copies a bound tensor to the host, converting each element to T (float, double, int64_t, ...).
+  /// Copies a bound tensor to the host, converting each element to T (any arithmetic type: bool,
+  /// int8..int64, uint8..uint64, float, double) as convert() would: saturating, NaN -> 0.
   /// {2}:f16 holding 1,2 .toVector<float>() -> {1.f, 2.f}
   template <class T>
   std::vector<T> toVector() const;
@@ -188,8 +186,6 @@ class Tensor {
 
  private:
   friend struct detail::TensorAccess;
-  static Tensor fromDoubles(const Platform& platform, Shape shape, const std::vector<double>& values);
-  static Tensor fromIntegers(const Platform& platform, Shape shape, const std::vector<int64_t>& values);
   Shape shape_;
   std::shared_ptr<detail::DeviceBuffer> buffer_;  // bound
   uint64_t context_ = 0;                          // serial of the tracing context; 0 = not traced
@@ -200,10 +196,19 @@ class Tensor {
   Memory memory_ = Memory::device;
 };
 
+/// The host element types of fromValues and toVector (besides bool, handled apart).
+#define RADIX_HOST_TYPES_BUT_FLOAT(X) \
+  X(double) X(signed char) X(short) X(int) X(long) X(long long) X(unsigned char) \
+  X(unsigned short) X(unsigned int) X(unsigned long) X(unsigned long long)
+#define RADIX_HOST_TYPES(X) X(float) RADIX_HOST_TYPES_BUT_FLOAT(X)
+
+#define RADIX_EXTERN_HOST(T)                                   \
+  extern template std::vector<T> Tensor::toVector<T>() const; \
+  extern template Tensor Tensor::fromValues<T>(const Platform&, Shape, const std::vector<T>&);
+RADIX_HOST_TYPES_BUT_FLOAT(RADIX_EXTERN_HOST)
+#undef RADIX_EXTERN_HOST
 extern template std::vector<float> Tensor::toVector<float>() const;
-extern template std::vector<double> Tensor::toVector<double>() const;
-extern template std::vector<int64_t> Tensor::toVector<int64_t>() const;
-extern template std::vector<int32_t> Tensor::toVector<int32_t>() const;
-extern template std::vector<uint8_t> Tensor::toVector<uint8_t>() const;
+extern template std::vector<bool> Tensor::toVector<bool>() const;
+extern template Tensor Tensor::fromValues<bool>(const Platform&, Shape, const std::vector<bool>&);
 
 }  // namespace radix

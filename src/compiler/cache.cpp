@@ -1,7 +1,11 @@
 #include "compiler/cache.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 #include <xxhash.h>
 
 #include <atomic>
@@ -34,13 +38,37 @@ std::string hex16(uint64_t v) {
   return buf;
 }
 
-std::optional<std::string> readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// Entry files are untrusted: a symlink to /dev/zero, a FIFO or a huge file must not hang or
+// exhaust memory.
+constexpr size_t kMaxMetaBytes = size_t{1} << 20;
+constexpr size_t kMaxObjectBytes = size_t{1} << 31;
+
+}  // namespace
+
+ReadResult readRegularFile(const std::string& path, size_t maxBytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {std::nullopt, errno == ENOENT ? "missing" : errno == ELOOP ? "a symbolic link" : "unreadable"};
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return {std::nullopt, "unreadable"};
+  if (!S_ISREG(st.st_mode)) return {std::nullopt, "not a regular file"};
+  if (static_cast<uint64_t>(st.st_size) > maxBytes)
+    return {std::nullopt, "too large (" + std::to_string(st.st_size) + " bytes)"};
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {std::nullopt, "truncated while reading"};
+    done += static_cast<size_t>(n);
+  }
+  return {std::move(data), ""};
 }
+
+namespace {
 
 std::string uniqueSuffix() {
   static std::atomic<uint64_t> counter{0};
@@ -48,36 +76,71 @@ std::string uniqueSuffix() {
   return std::to_string(getpid()) + "." + std::to_string(counter++) + "." + std::to_string(rd());
 }
 
-/// What is wrong with the entry in `dir` for `key` ("" when nothing), and its result aliases.
+/// What is wrong with the entry in `dir` for `key` ("" when nothing), its result aliases, and
+/// the object's bytes.
 struct EntryCheck {
   std::string problem;
   std::vector<int32_t> resultAlias;
 };
 
-EntryCheck checkEntry(const fs::path& dir, const std::string& key) {
-  auto metaText = readFile(dir / kMeta);
-  if (!metaText) return {"unreadable", {}};
-  nlohmann::json meta = nlohmann::json::parse(*metaText, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object()) return {"corrupt (meta.json is not JSON)", {}};
-  if (meta.value("key", "") != key || meta.value("radix", "") != RADIX_VERSION)
-    return {"foreign (made for another module or Radix version)", {}};
-  std::vector<int32_t> alias;
-  if (!meta.contains("result_alias") || !meta["result_alias"].is_array()) return {"corrupt (no result_alias)", {}};
-  for (const auto& a : meta["result_alias"]) {
-    if (!a.is_number_integer()) return {"corrupt (bad result_alias)", {}};
-    alias.push_back(a.get<int32_t>());
-  }
-  auto object = readFile(dir / kObject);
-  if (!object) return {"truncated (no object)", {}};
-  if (meta.value("object_bytes", uint64_t{0}) != object->size() ||
-      meta.value("object_xxh64", "") != hex16(XXH64(object->data(), object->size(), 0)))
+EntryCheck checkEntry(const fs::path& dir, const std::string& key, size_t numResults) {
+  ReadResult metaText = readRegularFile((dir / kMeta).string(), kMaxMetaBytes);
+  if (!metaText.data) return {"unusable (meta.json is " + metaText.problem + ")", {}};
+  MetaCheck meta = parseCacheMeta(*metaText.data, key, numResults);
+  if (!meta.problem.empty()) return {meta.problem, {}};
+  ReadResult object = readRegularFile((dir / kObject).string(), kMaxObjectBytes);
+  if (!object.data) return {"unusable (entry.o is " + object.problem + ")", {}};
+  if (meta.objectBytes != object.data->size() ||
+      meta.objectXxh64 != hex16(XXH64(object.data->data(), object.data->size(), 0)))
     return {"corrupt (object checksum mismatch)", {}};
-  return {"", std::move(alias)};
+  return {"", std::move(meta.resultAlias)};
 }
 
 void warn(const std::string& message) { std::fprintf(stderr, "radix: warning: %s\n", message.c_str()); }
 
 }  // namespace
+
+MetaCheck parseCacheMeta(std::string_view text, const std::string& key, size_t numResults) {
+  MetaCheck out;
+  nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object()) return {"corrupt (meta.json is not a JSON object)"};
+  auto field = [&](const char* name, nlohmann::json::value_t type) -> const nlohmann::json* {
+    auto it = meta.find(name);
+    if (it == meta.end()) return nullptr;
+    if (it->type() != type && !(type == nlohmann::json::value_t::number_unsigned && it->is_number_unsigned()))
+      return nullptr;
+    return &*it;
+  };
+  using T = nlohmann::json::value_t;
+  const auto* k = field("key", T::string);
+  const auto* version = field("radix", T::string);
+  const auto* bytes = field("object_bytes", T::number_unsigned);
+  const auto* hash = field("object_xxh64", T::string);
+  const auto* alias = field("result_alias", T::array);
+  if (!k || !version || !bytes || !hash || !alias) return {"corrupt (meta.json lacks a field or has one of the wrong type)"};
+  if (k->get_ref<const std::string&>() != key || version->get_ref<const std::string&>() != RADIX_VERSION)
+    return {"foreign (made for another module or Radix version)"};
+  if (alias->size() != numResults) return {"foreign (result count differs)"};
+  for (size_t i = 0; i < alias->size(); ++i) {
+    const auto& a = (*alias)[i];
+    if (!a.is_number_integer()) return {"corrupt (result_alias holds a non-integer)"};
+    const int64_t v = a.get<int64_t>();
+    // -1, or an earlier result that is itself no alias.
+    if (v < -1 || v >= static_cast<int64_t>(i) || (v >= 0 && out.resultAlias[static_cast<size_t>(v)] >= 0))
+      return {"corrupt (result_alias out of range)"};
+    out.resultAlias.push_back(static_cast<int32_t>(v));
+  }
+  out.objectBytes = bytes->get<uint64_t>();
+  out.objectXxh64 = hash->get_ref<const std::string&>();
+  return out;
+}
+
+std::string entryKeyText(uint64_t key, const std::vector<int32_t>& resultAlias) {
+  std::string text = "radix " RADIX_VERSION " " + hex16(key) + " " +
+                     hex16(XXH64(resultAlias.data(), resultAlias.size() * sizeof(int32_t), 0));
+  text.resize(kEntryKeyBytes, '.');
+  return text;
+}
 
 void countCompile() { ++compiles; }
 
@@ -139,11 +202,11 @@ std::optional<LoadedObject> CacheEntry::load(size_t numResults) {
     ++misses;
     return std::nullopt;
   };
-  EntryCheck check = checkEntry(dir, hex16(key_));
+  EntryCheck check = checkEntry(dir, hex16(key_), numResults);
   if (!check.problem.empty()) return reject(check.problem);
-  if (check.resultAlias.size() != numResults) return reject("foreign (result count differs)");
-  auto loaded = loadObject((dir / kObject).string());
-  if (!loaded) return reject("unloadable");
+  std::string why;
+  auto loaded = loadObject((dir / kObject).string(), entryKeyText(key_, check.resultAlias), why);
+  if (!loaded) return reject(why);
   loaded->resultAlias = std::move(check.resultAlias);
   ++hits;
   return loaded;
@@ -158,7 +221,7 @@ void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>
   fs::create_directories(tmp, ec);
   if (ec) return warn("could not create cache folder " + tmp.string() + ": " + ec.message());
   writeObject((tmp / kObject).string());
-  auto object = readFile(tmp / kObject);
+  auto object = readRegularFile((tmp / kObject).string(), kMaxObjectBytes).data;
   if (!object || object->empty()) {
     fs::remove_all(tmp, ec);
     return warn("could not write the compiled object into " + tmp.string());
@@ -183,7 +246,7 @@ void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>
   fs::rename(tmp, dir, ec);
   if (ec) {
     // Another process may have won the race with a good entry: keep it. A bad one is replaced.
-    if (checkEntry(dir, hex16(key_)).problem.empty()) {
+    if (checkEntry(dir, hex16(key_), resultAlias.size()).problem.empty()) {
       fs::remove_all(tmp, ec);
       ++stores;
       return;
@@ -195,7 +258,7 @@ void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>
     fs::remove_all(old, ignored);
     if (ec) {
       fs::remove_all(tmp, ignored);
-      if (!checkEntry(dir, hex16(key_)).problem.empty()) return warn("could not write cache entry " + dir_ + ": " + ec.message());
+      if (!checkEntry(dir, hex16(key_), resultAlias.size()).problem.empty()) return warn("could not write cache entry " + dir_ + ": " + ec.message());
     }
   }
   ++stores;

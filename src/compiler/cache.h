@@ -20,8 +20,32 @@ struct LoadedObject {
   std::vector<int32_t> resultAlias;
 };
 
-/// Loads a relocatable object into a fresh JIT and finds the packed entry (compiler.cpp).
-std::optional<LoadedObject> loadObject(const std::string& path);
+/// Loads a relocatable object into a fresh JIT, finds the packed entry, and checks that the
+/// object's `radix_entry_key` symbol holds `keyText` (compiler.cpp). On failure, says why.
+std::optional<LoadedObject> loadObject(const std::string& path, const std::string& keyText, std::string& why);
+
+/// Bytes of the `radix_entry_key` symbol every compiled object exports.
+constexpr size_t kEntryKeyBytes = 64;
+/// What the object built for `key` (with these result aliases) holds in `radix_entry_key`.
+std::string entryKeyText(uint64_t key, const std::vector<int32_t>& resultAlias);
+
+/// A file's bytes, or why it can't be used: missing, a symbolic link, not a regular file (FIFO,
+/// device), larger than maxBytes, or short.
+struct ReadResult {
+  std::optional<std::string> data;
+  std::string problem;
+};
+ReadResult readRegularFile(const std::string& path, size_t maxBytes);
+
+/// A cache entry's meta.json, type- and range-checked: "" problem when it is one for `key`
+/// with numResults valid result aliases.
+struct MetaCheck {
+  std::string problem;
+  std::vector<int32_t> resultAlias;
+  uint64_t objectBytes = 0;
+  std::string objectXxh64;
+};
+MetaCheck parseCacheMeta(std::string_view text, const std::string& key, size_t numResults);
 
 /// Dump folder from options, else $RADIX_DUMP_DIR; "" when none.
 std::string resolveDumpDir(const CompileOptions& options);

@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -38,6 +40,9 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
@@ -57,9 +62,11 @@ namespace fs = std::filesystem;
 constexpr const char* kTracedEntry = "main";
 constexpr const char* kEntry = "radix_entry";
 constexpr const char* kPackedEntry = "_mlir_radix_entry";
+// Every object exports the key it was built for (entryKeyText), checked before a cached object runs.
+constexpr const char* kEntryKeySymbol = "radix_entry_key";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-7";
+constexpr const char* kPipelineVersion = "pipeline-8";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -129,6 +136,14 @@ void lowerSmallOpsToLoops(mlir::ModuleOp module) {
     rewriter.setInsertionPoint(op);
     if (mlir::succeeded(mlir::linalg::linalgOpToLoops(rewriter, op))) rewriter.eraseOp(op);
   }
+}
+
+void addEntryKey(mlir::ModuleOp module, const std::string& text) {
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), static_cast<unsigned>(text.size()));
+  mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, mlir::LLVM::Linkage::External,
+                               kEntryKeySymbol, b.getStringAttr(text));
 }
 
 void initLlvmOnce() {
@@ -311,6 +326,70 @@ std::vector<int32_t> prepareEntry(mlir::ModuleOp module, const Signature& signat
   return alias;
 }
 
+bool isZeroSize(mlir::Type type) {
+  auto t = mlir::dyn_cast<mlir::RankedTensorType>(type);
+  return t && t.getNumElements() == 0 && t.getRank() != 1;
+}
+
+mlir::RankedTensorType flatZero(mlir::Type type) {
+  return mlir::RankedTensorType::get({0}, mlir::cast<mlir::RankedTensorType>(type).getElementType());
+}
+
+/// Functions take and return zero-size tensors as tensor<0xT>: the bare-pointer calling convention
+/// rejects memref<3x0xT>. They hold no data, so uses see a tensor.empty of the original type.
+void retypeZeroSizeBoundaries(mlir::ModuleOp module) {
+  mlir::OpBuilder b(module.getContext());
+  std::vector<mlir::func::FuncOp> functions(module.getOps<mlir::func::FuncOp>().begin(),
+                                            module.getOps<mlir::func::FuncOp>().end());
+  for (mlir::func::FuncOp fn : functions) {
+    if (fn.isExternal()) continue;
+    mlir::Block& entry = fn.getBody().front();
+    auto ret = mlir::cast<mlir::func::ReturnOp>(entry.getTerminator());
+    bool changed = false;
+    b.setInsertionPointToStart(&entry);
+    for (mlir::BlockArgument arg : entry.getArguments()) {
+      if (!isZeroSize(arg.getType())) continue;
+      auto empty = mlir::tensor::EmptyOp::create(b, arg.getLoc(), mlir::cast<mlir::RankedTensorType>(arg.getType()).getShape(),
+                                                 mlir::cast<mlir::RankedTensorType>(arg.getType()).getElementType());
+      arg.replaceAllUsesWith(empty.getResult());
+      arg.setType(flatZero(arg.getType()));
+      changed = true;
+    }
+    b.setInsertionPoint(ret);
+    for (mlir::OpOperand& operand : ret->getOpOperands()) {
+      if (!isZeroSize(operand.get().getType())) continue;
+      mlir::Operation* producer = operand.get().getDefiningOp();
+      operand.set(mlir::tensor::EmptyOp::create(b, ret.getLoc(), std::vector<int64_t>{0},
+                                                flatZero(operand.get().getType()).getElementType()));
+      if (auto m = mlir::dyn_cast_or_null<mlir::bufferization::MaterializeInDestinationOp>(producer))
+        if (m->use_empty()) m->erase();
+      changed = true;
+    }
+    if (!changed) continue;
+    std::vector<mlir::Type> oldResults(fn.getResultTypes().begin(), fn.getResultTypes().end());
+    fn.setType(b.getFunctionType(entry.getArgumentTypes(), ret.getOperandTypes()));
+    std::vector<mlir::func::CallOp> calls;
+    module.walk([&](mlir::func::CallOp call) {
+      if (call.getCallee() == fn.getSymName()) calls.push_back(call);
+    });
+    for (mlir::func::CallOp call : calls) {
+      b.setInsertionPoint(call);
+      for (mlir::OpOperand& operand : call->getOpOperands())
+        if (isZeroSize(operand.get().getType()))
+          operand.set(mlir::tensor::EmptyOp::create(b, call.getLoc(), std::vector<int64_t>{0},
+                                                    flatZero(operand.get().getType()).getElementType()));
+      b.setInsertionPointAfter(call);
+      for (size_t i = 0; i < oldResults.size(); ++i) {
+        if (!isZeroSize(oldResults[i])) continue;
+        auto t = mlir::cast<mlir::RankedTensorType>(oldResults[i]);
+        auto empty = mlir::tensor::EmptyOp::create(b, call.getLoc(), t.getShape(), t.getElementType());
+        call.getResult(i).replaceAllUsesWith(empty.getResult());
+        call.getResult(i).setType(flatZero(t));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
@@ -401,11 +480,13 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     };
     runPipeline(kInlinePipeline, "canonicalization");
     resultAlias = prepareEntry(*lowered, signature);
+    retypeZeroSizeBoundaries(*lowered);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
     runPipeline(kBufferizePipeline, "bufferization");
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");
     keepCallsOutOfLine(*lowered);
+    addEntryKey(*lowered, entryKeyText(key, resultAlias));
     lowerSeconds = lower.seconds();
   }
 
@@ -423,6 +504,10 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
         mlir::makeOptimizingTransformer(static_cast<unsigned>(std::clamp(options.optLevel, 0, 3)), 0, tm->get());
     eeOptions.transformer = transformer;
     eeOptions.enableObjectDump = cache.has_value();
+    // The perf and GDB listeners write /tmp/.debug/jit/* for every JIT: only when asked for.
+    const bool listeners = std::getenv("RADIX_JIT_LISTENERS") != nullptr;
+    eeOptions.enableGDBNotificationListener = listeners;
+    eeOptions.enablePerfNotificationListener = listeners;
     auto created = mlir::ExecutionEngine::create(*lowered, eeOptions, std::move(*tm));
     if (!created) throw Error("[compile] LLVM translation failed: " + errorText(created.takeError()) + diagnostics);
     engine = std::move(*created);
@@ -443,33 +528,96 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
   return code;
 }
 
+// ---- targets ----
+
+namespace {
+std::unique_ptr<llvm::MCSubtargetInfo> hostSubtarget() {
+  initLlvmOnce();
+  const llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) throw Error("[compile] no LLVM target for " + triple.str() + ": " + error);
+  return std::unique_ptr<llvm::MCSubtargetInfo>(target->createMCSubtargetInfo(triple, "", ""));
+}
+}  // namespace
+
+void checkTarget(const CompileOptions& options) {
+  if (options.targetCpu.empty() && options.targetFeatures.empty()) return;
+  auto info = hostSubtarget();
+  const std::string triple = llvm::sys::getProcessTriple();
+  if (!options.targetCpu.empty() && !info->isCPUStringValid(options.targetCpu))
+    throw Error("[compile] unknown target CPU \"" + options.targetCpu + "\" for " + triple +
+                ": `radix targets` lists the valid names (or llc-22 -mcpu=help)");
+  std::stringstream ss(options.targetFeatures);
+  for (std::string f; std::getline(ss, f, ',');) {
+    if (f.empty()) continue;
+    const std::string name = (f[0] == '+' || f[0] == '-') ? f.substr(1) : f;
+    const auto features = info->getAllProcessorFeatures();
+    const bool known = std::any_of(features.begin(), features.end(), [&](const llvm::SubtargetFeatureKV& kv) {
+      return name == kv.Key;
+    });
+    if (!known)
+      throw Error("[compile] unknown target feature \"" + f + "\" for " + triple +
+                  ": `radix targets` lists the valid names (or llc-22 -mattr=help)");
+  }
+}
+
+}  // namespace radix::detail
+
+namespace radix {
+
+std::vector<std::string> targetCpuNames() {
+  std::vector<std::string> out;
+  for (const auto& kv : detail::hostSubtarget()->getAllProcessorDescriptions()) out.emplace_back(kv.Key);
+  return out;
+}
+
+std::vector<std::string> targetFeatureNames() {
+  std::vector<std::string> out;
+  for (const auto& kv : detail::hostSubtarget()->getAllProcessorFeatures()) out.emplace_back(kv.Key);
+  return out;
+}
+
+std::string hostTargetCpu() {
+  detail::initLlvmOnce();
+  return llvm::sys::getHostCPUName().str();
+}
+
+}  // namespace radix
+
+namespace radix::detail {
+
 // ---- loading a cached object ----
 
-std::optional<LoadedObject> loadObject(const std::string& path) {
+std::optional<LoadedObject> loadObject(const std::string& path, const std::string& keyText, std::string& why) {
   initLlvmOnce();
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) return std::nullopt;
-  auto jit = llvm::orc::LLJITBuilder().create();
-  if (!jit) {
-    llvm::consumeError(jit.takeError());
+  auto fail = [&](std::string reason, llvm::Error e = llvm::Error::success()) -> std::optional<LoadedObject> {
+    if (e) reason += ": " + errorText(std::move(e));
+    why = std::move(reason);
     return std::nullopt;
-  }
+  };
+  ReadResult bytes = readRegularFile(path, size_t{1} << 31);
+  if (!bytes.data) return fail("unusable (entry.o is " + bytes.problem + ")");
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(*bytes.data, path);
+  // Only a relocatable object of this machine's kind goes to the linker.
+  auto parsed = llvm::object::ObjectFile::createObjectFile(buffer->getMemBufferRef());
+  if (!parsed) return fail("corrupt (entry.o is no object file)", parsed.takeError());
+  const llvm::Triple host(llvm::sys::getProcessTriple());
+  if (!(*parsed)->isRelocatableObject() || (*parsed)->getArch() != host.getArch())
+    return fail("foreign (entry.o is not a relocatable object for " + host.str() + ")");
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) return fail("unloadable", jit.takeError());
   auto& dylib = (*jit)->getMainJITDylib();
   auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
-  if (!generator) {
-    llvm::consumeError(generator.takeError());
-    return std::nullopt;
-  }
+  if (!generator) return fail("unloadable", generator.takeError());
   dylib.addGenerator(std::move(*generator));
-  if (auto err = (*jit)->addObjectFile(std::move(*buffer))) {
-    llvm::consumeError(std::move(err));
-    return std::nullopt;
-  }
+  if (auto err = (*jit)->addObjectFile(std::move(buffer))) return fail("unloadable", std::move(err));
+  auto key = (*jit)->lookup(kEntryKeySymbol);
+  if (!key) return fail("foreign (entry.o has no " + std::string(kEntryKeySymbol) + ")", key.takeError());
+  if (std::memcmp(key->toPtr<const char*>(), keyText.data(), keyText.size()) != 0)
+    return fail("foreign (entry.o was built for another module)");
   auto symbol = (*jit)->lookup(kPackedEntry);
-  if (!symbol) {
-    llvm::consumeError(symbol.takeError());
-    return std::nullopt;
-  }
+  if (!symbol) return fail("unloadable (no entry point)", symbol.takeError());
   LoadedObject out;
   out.entry = symbol->toPtr<void*>();
   out.owner = std::shared_ptr<llvm::orc::LLJIT>(std::move(*jit));

@@ -34,6 +34,10 @@ struct CompiledCode {
 CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
                            const std::string& name, const Signature& signature);
 
+/// Throws radix::Error("[compile] ...") unless the options' target CPU and features are known to
+/// the host's LLVM target.
+void checkTarget(const CompileOptions& options);
+
 /// The executable that runs compiled code on CPU buffers (src/runtime/exe.cpp).
 std::shared_ptr<Executable> makeCpuExecutable(std::string mlirText, Signature signature, CompiledCode code);
 

@@ -15,8 +15,19 @@ constexpr std::array<std::string_view, 13> kNames = {"bool", "i8",  "i16", "i32"
 constexpr std::array<size_t, 13> kSizes = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8};
 }  // namespace
 
-size_t sizeOf(DType dtype) { return kSizes[static_cast<size_t>(dtype)]; }
-std::string_view name(DType dtype) { return kNames[static_cast<size_t>(dtype)]; }
+void checkDType(DType dtype, std::string_view op) {
+  if (static_cast<size_t>(dtype) >= kNames.size())
+    throw Error("[" + std::string(op) + "] invalid DType " + std::to_string(static_cast<unsigned>(dtype)) +
+                " (valid: 0.." + std::to_string(kNames.size() - 1) + ")");
+}
+
+size_t sizeOf(DType dtype) {
+  checkDType(dtype, "dtype");
+  return kSizes[static_cast<size_t>(dtype)];
+}
+std::string_view name(DType dtype) {
+  return static_cast<size_t>(dtype) < kNames.size() ? kNames[static_cast<size_t>(dtype)] : std::string_view("invalid");
+}
 bool isFloat(DType d) { return d == DType::f16 || d == DType::bf16 || d == DType::f32 || d == DType::f64; }
 bool isSignedInt(DType d) { return d >= DType::i8 && d <= DType::i64; }
 bool isUnsignedInt(DType d) { return d == DType::bool_ || (d >= DType::u8 && d <= DType::u64); }
@@ -39,19 +50,41 @@ std::string Axis::str() const { return isTag() ? "\"" + std::string(tag_.name())
 
 Shape::Shape(std::initializer_list<int64_t> dims, DType dtype) : Shape(std::vector<int64_t>(dims), dtype) {}
 
+namespace {
+std::string dimsText(const std::vector<int64_t>& dims, DType dtype) {
+  std::string out = "{";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + std::to_string(dims[i]);
+  return out + "}:" + std::string(name(dtype));
+}
+
+/// Throws unless count(dims) * sizeOf(dtype) fits in Shape::kMaxBytes.
+void checkSize(const std::vector<int64_t>& dims, DType dtype, std::string_view op) {
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) return;
+  int64_t bytes = static_cast<int64_t>(sizeOf(dtype));
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(bytes, d, &bytes) || bytes > Shape::kMaxBytes)
+      throw Error("[" + std::string(op) + "] " + dimsText(dims, dtype) + " is larger than 2^62 bytes");
+}
+}  // namespace
+
 Shape::Shape(const std::vector<int64_t>& dims, DType dtype) : dtype_(dtype) {
+  checkDType(dtype, "shape");
   if (dims.size() > kMaxRank)
-    throw Error("[shape] rank " + std::to_string(dims.size()) + " exceeds the maximum of " + std::to_string(kMaxRank));
+    throw Error("[shape] rank " + std::to_string(dims.size()) + " exceeds the maximum of " + std::to_string(kMaxRank) +
+                ": " + dimsText(dims, dtype));
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0) throw Error("[shape] negative dim " + std::to_string(dims[i]) + " at axis " + std::to_string(i));
+    if (dims[i] < 0)
+      throw Error("[shape] negative dim " + std::to_string(dims[i]) + " at axis " + std::to_string(i) + ": " +
+                  dimsText(dims, dtype));
     dims_[i] = dims[i];
   }
+  checkSize(dims, dtype, "shape");
   rank_ = static_cast<uint8_t>(dims.size());
 }
 
 int64_t Shape::count() const {
   int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  for (int i = 0; i < rank_; ++i) n *= dims_[i];  // cannot overflow: checked on construction
   return n;
 }
 
@@ -83,6 +116,8 @@ int64_t Shape::dim(Axis a) const { return dims_[axis(a, "dim")]; }
 Tag Shape::tag(int64_t index) const { return tags_[axis(index, "tag")]; }
 
 Shape Shape::withDtype(DType dtype) const {
+  checkDType(dtype, "withDtype");
+  checkSize(dims(), dtype, "withDtype");
   Shape s = *this;
   s.dtype_ = dtype;
   return s;

@@ -3,6 +3,8 @@
 #include "ops/common.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace radix::ops {
@@ -15,7 +17,19 @@ mlir::TypedAttr scalarAttr(TraceContext& c, DType dtype, double v) {
   mlir::Type t = c.elementType(dtype);
   if (isFloat(dtype)) return c.builder().getFloatAttr(t, v);
   if (dtype == DType::bool_) return c.builder().getIntegerAttr(t, v != 0 ? 1 : 0);
-  return c.builder().getIntegerAttr(t, static_cast<int64_t>(v));
+  // As convert() does: saturate to the dtype's range, NaN -> 0.
+  const unsigned bits = static_cast<unsigned>(sizeOf(dtype) * 8);
+  if (std::isnan(v)) return c.builder().getIntegerAttr(t, 0);
+  if (isSignedInt(dtype)) {
+    const double lo = -std::ldexp(1.0, static_cast<int>(bits) - 1), hi = std::ldexp(1.0, static_cast<int>(bits) - 1);
+    const int64_t x = v <= lo ? std::numeric_limits<int64_t>::min() >> (64 - bits)
+                      : v >= hi ? std::numeric_limits<int64_t>::max() >> (64 - bits)
+                                : static_cast<int64_t>(v);
+    return c.builder().getIntegerAttr(t, x);
+  }
+  const double hi = std::ldexp(1.0, static_cast<int>(bits));
+  const uint64_t x = v <= 0 ? 0 : v >= hi ? (~uint64_t{0} >> (64 - bits)) : static_cast<uint64_t>(v);
+  return c.builder().getIntegerAttr(t, mlir::APInt(bits, x));
 }
 
 mlir::Value splat(TraceContext& c, mlir::Location loc, const Shape& shape, double v) {

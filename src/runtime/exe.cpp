@@ -20,9 +20,10 @@ const Sharding& Platform::sharding() const { return state_->sharding; }
 const CompileOptions& Platform::options() const { return state_->options; }
 
 Platform Platform::withSharding(Sharding sharding) const {
-  if (sharding.numReplicas < 1 || sharding.numPartitions < 1)
-    throw Error("[platform] numReplicas and numPartitions must be >= 1, got " + std::to_string(sharding.numReplicas) +
-                " and " + std::to_string(sharding.numPartitions));
+  if (sharding.numReplicas < 1 || sharding.numPartitions < 1 || sharding.numReplicas > Sharding::kMaxDevices ||
+      sharding.numPartitions > Sharding::kMaxDevices)
+    throw Error("[platform] numReplicas and numPartitions must be in 1.." + std::to_string(Sharding::kMaxDevices) +
+                ", got " + std::to_string(sharding.numReplicas) + " and " + std::to_string(sharding.numPartitions));
   auto s = std::make_shared<detail::PlatformState>(*state_);
   s->sharding = sharding;
   return Platform(std::move(s));
@@ -31,6 +32,10 @@ Platform Platform::withSharding(Sharding sharding) const {
 Platform Platform::withOptions(CompileOptions options) const {
   if (options.optLevel < 0 || options.optLevel > 3)
     throw Error("[platform] optLevel must be 0..3, got " + std::to_string(options.optLevel));
+  if (options.threads < 0 || options.threads > CompileOptions::kMaxThreads)
+    throw Error("[platform] threads must be 0 (one per core) or 1.." + std::to_string(CompileOptions::kMaxThreads) +
+                ", got " + std::to_string(options.threads));
+  detail::checkTarget(options);
   auto s = std::make_shared<detail::PlatformState>(*state_);
   s->options = std::move(options);
   return Platform(std::move(s));

@@ -8,6 +8,9 @@
 
 #include <atomic>
 #include <bit>
+#include <cmath>
+#include <limits>
+#include <utility>
 
 #include "radix/detail/trace.h"
 #include "radix/detail/visit.h"
@@ -66,12 +69,55 @@ uint16_t floatToBf16(float f) {
 
 float bf16ToFloat(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
 
+namespace {
+
+/// double -> float without undefined behaviour: out-of-range values round to +-inf as IEEE does.
+float toFloat(double x) {
+  constexpr double kRoundsToInf = 0x1.ffffffp127;  // FLT_MAX + half an ulp
+  if (x >= kRoundsToInf) return std::numeric_limits<float>::infinity();
+  if (x <= -kRoundsToInf) return -std::numeric_limits<float>::infinity();
+  if (x > std::numeric_limits<float>::max()) return std::numeric_limits<float>::max();
+  if (x < -std::numeric_limits<float>::max()) return -std::numeric_limits<float>::max();
+  return static_cast<float>(x);
+}
+
+/// S -> D as convert() does in the graph: floats to integers saturate and NaN gives 0; integers to
+/// narrower integers saturate; anything to bool is `!= 0`.
+template <class D, class S>
+D saturate(S x) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return x != S(0);
+  } else if constexpr (std::is_floating_point_v<D>) {
+    if constexpr (std::is_same_v<D, float> && std::is_same_v<S, double>) return toFloat(x);
+    else return static_cast<D>(x);
+  } else if constexpr (std::is_floating_point_v<S>) {
+    if (std::isnan(x)) return D(0);
+    // Both bounds are exact powers of two (or 0) in S, so the comparisons are exact.
+    if (x <= static_cast<S>(std::numeric_limits<D>::min())) return std::numeric_limits<D>::min();
+    if (x >= static_cast<S>(std::numeric_limits<D>::max())) return std::numeric_limits<D>::max();
+    return static_cast<D>(x);
+  } else {
+    if (std::cmp_less(x, std::numeric_limits<D>::min())) return std::numeric_limits<D>::min();
+    if (std::cmp_greater(x, std::numeric_limits<D>::max())) return std::numeric_limits<D>::max();
+    return static_cast<D>(x);
+  }
+}
+
+/// The host value as the float that f16/bf16 encoding starts from.
+template <class T>
+float asFloat(T x) {
+  if constexpr (std::is_same_v<T, double>) return toFloat(x);
+  else return static_cast<float>(x);
+}
+
+}  // namespace
+
 template <class T>
 void encodeValues(DType dtype, const T* src, void* dst, size_t n) {
   auto put = [&](auto tag) {
     using D = decltype(tag);
     D* out = static_cast<D*>(dst);
-    for (size_t i = 0; i < n; ++i) out[i] = static_cast<D>(src[i]);
+    for (size_t i = 0; i < n; ++i) out[i] = saturate<D>(src[i]);
   };
   switch (dtype) {
     case DType::bool_: {
@@ -91,15 +137,16 @@ void encodeValues(DType dtype, const T* src, void* dst, size_t n) {
     case DType::f64: return put(double{});
     case DType::f16: {
       auto* out = static_cast<uint16_t*>(dst);
-      for (size_t i = 0; i < n; ++i) out[i] = floatToHalf(static_cast<float>(src[i]));
+      for (size_t i = 0; i < n; ++i) out[i] = floatToHalf(asFloat(src[i]));
       return;
     }
     case DType::bf16: {
       auto* out = static_cast<uint16_t*>(dst);
-      for (size_t i = 0; i < n; ++i) out[i] = floatToBf16(static_cast<float>(src[i]));
+      for (size_t i = 0; i < n; ++i) out[i] = floatToBf16(asFloat(src[i]));
       return;
     }
   }
+  checkDType(dtype, "encode");
 }
 
 template <class T>
@@ -107,7 +154,7 @@ void decodeValues(DType dtype, const void* src, T* dst, size_t n) {
   auto get = [&](auto tag) {
     using S = decltype(tag);
     const S* in = static_cast<const S*>(src);
-    for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(in[i]);
+    for (size_t i = 0; i < n; ++i) dst[i] = saturate<T>(in[i]);
   };
   switch (dtype) {
     case DType::bool_: return get(uint8_t{});
@@ -123,25 +170,22 @@ void decodeValues(DType dtype, const void* src, T* dst, size_t n) {
     case DType::f64: return get(double{});
     case DType::f16: {
       const auto* in = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(halfToFloat(in[i]));
+      for (size_t i = 0; i < n; ++i) dst[i] = saturate<T>(halfToFloat(in[i]));
       return;
     }
     case DType::bf16: {
       const auto* in = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(bf16ToFloat(in[i]));
+      for (size_t i = 0; i < n; ++i) dst[i] = saturate<T>(bf16ToFloat(in[i]));
       return;
     }
   }
+  checkDType(dtype, "decode");
 }
 
 #define RADIX_INSTANTIATE(T)                                               \
   template void encodeValues<T>(DType, const T*, void*, size_t);           \
   template void decodeValues<T>(DType, const void*, T*, size_t);
-RADIX_INSTANTIATE(float)
-RADIX_INSTANTIATE(double)
-RADIX_INSTANTIATE(int64_t)
-RADIX_INSTANTIATE(int32_t)
-RADIX_INSTANTIATE(uint8_t)
+RADIX_HOST_TYPES(RADIX_INSTANTIATE)
 #undef RADIX_INSTANTIATE
 
 void TensorReplacer::tensor(Tensor& t) {
@@ -276,22 +320,33 @@ namespace {
 std::atomic<uint64_t> nextIdentity{1};
 
 template <class T>
-Tensor fromHost(const Platform&, Shape shape, const std::vector<T>& values) {
-  if (static_cast<int64_t>(values.size()) != shape.count())
-    throw Error("[fromValues] " + std::to_string(values.size()) + " values for " + shape.str() + " (" +
+Tensor fromHost(const Platform&, Shape shape, const T* values, size_t n) {
+  if (static_cast<int64_t>(n) != shape.count())
+    throw Error("[fromValues] " + std::to_string(n) + " values for " + shape.str() + " (" +
                 std::to_string(shape.count()) + " elements)");
   auto buffer = std::make_shared<DeviceBuffer>();
   buffer->storage = std::make_shared<Storage>(shape.byteSize());
-  detail::encodeValues(shape.dtype(), values.data(), buffer->storage->data, values.size());
+  detail::encodeValues(shape.dtype(), values, buffer->storage->data, n);
   return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
 }
 }  // namespace
 
 Tensor::Tensor(Shape shape) : shape_(shape), identity_(nextIdentity++) {}
 
-Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<float>& v) { return fromHost(p, s, v); }
-Tensor Tensor::fromDoubles(const Platform& p, Shape s, const std::vector<double>& v) { return fromHost(p, s, v); }
-Tensor Tensor::fromIntegers(const Platform& p, Shape s, const std::vector<int64_t>& v) { return fromHost(p, s, v); }
+Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<float>& v) {
+  return fromHost(p, s, v.data(), v.size());
+}
+
+template <class T>
+  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, float>)
+Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<T>& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(v.begin(), v.end());
+    return fromHost(p, s, bytes.data(), bytes.size());
+  } else {
+    return fromHost(p, s, v.data(), v.size());
+  }
+}
 
 Tensor Tensor::fromBytes(const Platform&, Shape shape, const void* data, size_t bytes) {
   if (bytes != shape.byteSize())
@@ -321,16 +376,25 @@ template <class T>
 std::vector<T> Tensor::toVector() const {
   if (!buffer_) throw Error("[toVector] " + str() + " is not bound to a buffer (traced values live inside compile)");
   const Storage& s = detail::liveStorage(*buffer_, "toVector", shape_);
-  std::vector<T> out(static_cast<size_t>(shape_.count()));
-  detail::decodeValues(shape_.dtype(), s.data, out.data(), out.size());
-  return out;
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(shape_.count()));
+    detail::decodeValues(shape_.dtype(), s.data, bytes.data(), bytes.size());
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(static_cast<size_t>(shape_.count()));
+    detail::decodeValues(shape_.dtype(), s.data, out.data(), out.size());
+    return out;
+  }
 }
 
-template std::vector<float> Tensor::toVector<float>() const;
-template std::vector<double> Tensor::toVector<double>() const;
-template std::vector<int64_t> Tensor::toVector<int64_t>() const;
-template std::vector<int32_t> Tensor::toVector<int32_t>() const;
-template std::vector<uint8_t> Tensor::toVector<uint8_t>() const;
+#define RADIX_INSTANTIATE(T) template std::vector<T> Tensor::toVector<T>() const;
+RADIX_HOST_TYPES(RADIX_INSTANTIATE)
+template std::vector<bool> Tensor::toVector<bool>() const;
+#undef RADIX_INSTANTIATE
+#define RADIX_INSTANTIATE(T) template Tensor Tensor::fromValues<T>(const Platform&, Shape, const std::vector<T>&);
+RADIX_HOST_TYPES_BUT_FLOAT(RADIX_INSTANTIATE)
+template Tensor Tensor::fromValues<bool>(const Platform&, Shape, const std::vector<bool>&);
+#undef RADIX_INSTANTIATE
 
 Tensor Tensor::withTags(std::initializer_list<Tag> tags) const {
   Tensor t = *this;

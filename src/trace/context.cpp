@@ -232,6 +232,15 @@ std::shared_ptr<Executable> TraceContext::finishMain(const std::type_info& argTy
     if (r.memories[i] != Memory::device)
       fn.setResultAttr(i, "mhlo.memory_kind", builder_.getStringAttr(memoryKindName(r.memories[i])));
   const Sharding& sharding = platform_.sharding();
+  auto checkDivisible = [&](const Shape& shape, const std::string& what) {
+    for (int64_t i = 0; i < shape.rank(); ++i)
+      if (shape.isSharded(i) && shape.dim(i) % sharding.numPartitions != 0)
+        throw Error("[compile] " + what + " " + shape.str() + ": axis " + std::to_string(i) + " of size " +
+                    std::to_string(shape.dim(i)) + " is sharded over " + std::to_string(sharding.numPartitions) +
+                    " partitions, which do not divide it");
+  };
+  for (size_t a = 0; a < mainArgShapes_.size(); ++a) checkDivisible(mainArgShapes_[a], "argument " + std::to_string(a));
+  for (size_t i = 0; i < r.shapes.size(); ++i) checkDivisible(r.shapes[i], "result " + std::to_string(i));
   if (sharding.numPartitions > 1 && sharding.enabled) {
     for (size_t a = 0; a < mainArgShapes_.size(); ++a) {
       fn.setArgAttr(a, "mhlo.layout_mode", builder_.getStringAttr("default"));
