@@ -125,8 +125,8 @@ MetaCheck parseCacheMeta(std::string_view text, const std::string& key, size_t n
     const auto& a = (*alias)[i];
     if (!a.is_number_integer()) return {"corrupt (result_alias holds a non-integer)"};
     const int64_t v = a.get<int64_t>();
-    // -1, or an earlier result that is itself no alias.
-    if (v < -1 || v >= static_cast<int64_t>(i) || (v >= 0 && out.resultAlias[static_cast<size_t>(v)] >= 0))
+    // -1, -2 (zero-size, not returned), or an earlier result that is itself returned.
+    if (v < -2 || v >= static_cast<int64_t>(i) || (v >= 0 && out.resultAlias[static_cast<size_t>(v)] != -1))
       return {"corrupt (result_alias out of range)"};
     out.resultAlias.push_back(static_cast<int32_t>(v));
   }

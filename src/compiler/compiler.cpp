@@ -75,7 +75,7 @@ const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 const char* kBufferizePipeline =
     "convert-elementwise-to-linalg,"
     "func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,eliminate-empty-tensors,"
-    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
+    "one-shot-bufferize{allow-return-allocs-from-loops bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
     "buffer-deallocation-pipeline,convert-bufferization-to-memref";
 
@@ -335,10 +335,15 @@ mlir::RankedTensorType flatZero(mlir::Type type) {
   return mlir::RankedTensorType::get({0}, mlir::cast<mlir::RankedTensorType>(type).getElementType());
 }
 
-/// Functions take and return zero-size tensors as tensor<0xT>: the bare-pointer calling convention
-/// rejects memref<3x0xT>. They hold no data, so uses see a tensor.empty of the original type.
-void retypeZeroSizeBoundaries(mlir::ModuleOp module) {
+/// Functions take zero-size tensors as tensor<0xT> (the bare-pointer calling convention rejects
+/// memref<3x0xT>) and return none: they hold no data, so uses see a tensor.empty of the original
+/// type. @main's dropped results get alias kNoData: the runtime passes and copies nothing for them.
+void retypeZeroSizeBoundaries(mlir::ModuleOp module, std::vector<int32_t>& mainAlias) {
   mlir::OpBuilder b(module.getContext());
+  auto emptyOf = [&](mlir::Location loc, mlir::Type type) {
+    auto t = mlir::cast<mlir::RankedTensorType>(type);
+    return mlir::tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType()).getResult();
+  };
   std::vector<mlir::func::FuncOp> functions(module.getOps<mlir::func::FuncOp>().begin(),
                                             module.getOps<mlir::func::FuncOp>().end());
   for (mlir::func::FuncOp fn : functions) {
@@ -349,43 +354,56 @@ void retypeZeroSizeBoundaries(mlir::ModuleOp module) {
     b.setInsertionPointToStart(&entry);
     for (mlir::BlockArgument arg : entry.getArguments()) {
       if (!isZeroSize(arg.getType())) continue;
-      auto empty = mlir::tensor::EmptyOp::create(b, arg.getLoc(), mlir::cast<mlir::RankedTensorType>(arg.getType()).getShape(),
-                                                 mlir::cast<mlir::RankedTensorType>(arg.getType()).getElementType());
-      arg.replaceAllUsesWith(empty.getResult());
+      arg.replaceAllUsesWith(emptyOf(arg.getLoc(), arg.getType()));
       arg.setType(flatZero(arg.getType()));
       changed = true;
     }
-    b.setInsertionPoint(ret);
-    for (mlir::OpOperand& operand : ret->getOpOperands()) {
-      if (!isZeroSize(operand.get().getType())) continue;
-      mlir::Operation* producer = operand.get().getDefiningOp();
-      operand.set(mlir::tensor::EmptyOp::create(b, ret.getLoc(), std::vector<int64_t>{0},
-                                                flatZero(operand.get().getType()).getElementType()));
-      if (auto m = mlir::dyn_cast_or_null<mlir::bufferization::MaterializeInDestinationOp>(producer))
-        if (m->use_empty()) m->erase();
-      changed = true;
+    std::vector<mlir::Type> oldResults(fn.getResultTypes().begin(), fn.getResultTypes().end());
+    std::vector<bool> dropped(oldResults.size(), false);
+    std::vector<mlir::Value> kept;
+    for (size_t i = 0; i < oldResults.size(); ++i) {
+      mlir::Value v = ret.getOperand(i);
+      dropped[i] = mlir::cast<mlir::RankedTensorType>(v.getType()).getNumElements() == 0;
+      if (!dropped[i]) kept.push_back(v);
+      changed |= dropped[i];
     }
     if (!changed) continue;
-    std::vector<mlir::Type> oldResults(fn.getResultTypes().begin(), fn.getResultTypes().end());
+    std::vector<mlir::Operation*> producers;
+    for (size_t i = 0; i < oldResults.size(); ++i)
+      if (dropped[i]) producers.push_back(ret.getOperand(i).getDefiningOp());
+    ret->setOperands(kept);
+    for (mlir::Operation* p : producers)
+      if (auto m = mlir::dyn_cast_or_null<mlir::bufferization::MaterializeInDestinationOp>(p))
+        if (m->use_empty()) m->erase();
     fn.setType(b.getFunctionType(entry.getArgumentTypes(), ret.getOperandTypes()));
+    if (fn.getSymName() == kEntry) {
+      // mainAlias: per original result, -1 (returned) or an earlier result it duplicates.
+      size_t unique = 0;
+      std::vector<bool> gone(mainAlias.size(), false);
+      for (size_t r = 0; r < mainAlias.size(); ++r) {
+        if (mainAlias[r] >= 0) continue;
+        gone[r] = dropped[unique++];
+      }
+      for (size_t r = 0; r < mainAlias.size(); ++r)
+        if (gone[r] || (mainAlias[r] >= 0 && gone[static_cast<size_t>(mainAlias[r])])) mainAlias[r] = kNoData;
+      fn.removeResAttrsAttr();
+      continue;
+    }
     std::vector<mlir::func::CallOp> calls;
     module.walk([&](mlir::func::CallOp call) {
       if (call.getCallee() == fn.getSymName()) calls.push_back(call);
     });
     for (mlir::func::CallOp call : calls) {
       b.setInsertionPoint(call);
-      for (mlir::OpOperand& operand : call->getOpOperands())
-        if (isZeroSize(operand.get().getType()))
-          operand.set(mlir::tensor::EmptyOp::create(b, call.getLoc(), std::vector<int64_t>{0},
-                                                    flatZero(operand.get().getType()).getElementType()));
-      b.setInsertionPointAfter(call);
-      for (size_t i = 0; i < oldResults.size(); ++i) {
-        if (!isZeroSize(oldResults[i])) continue;
-        auto t = mlir::cast<mlir::RankedTensorType>(oldResults[i]);
-        auto empty = mlir::tensor::EmptyOp::create(b, call.getLoc(), t.getShape(), t.getElementType());
-        call.getResult(i).replaceAllUsesWith(empty.getResult());
-        call.getResult(i).setType(flatZero(t));
-      }
+      std::vector<mlir::Value> operands;
+      for (mlir::Value v : call.getOperands())
+        operands.push_back(isZeroSize(v.getType()) ? emptyOf(call.getLoc(), flatZero(v.getType())) : v);
+      auto replacement = mlir::func::CallOp::create(b, call.getLoc(), fn, operands);
+      size_t next = 0;
+      for (size_t i = 0; i < oldResults.size(); ++i)
+        call.getResult(i).replaceAllUsesWith(dropped[i] ? emptyOf(call.getLoc(), oldResults[i])
+                                                        : replacement.getResult(next++));
+      call.erase();
     }
   }
 }
@@ -480,7 +498,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     };
     runPipeline(kInlinePipeline, "canonicalization");
     resultAlias = prepareEntry(*lowered, signature);
-    retypeZeroSizeBoundaries(*lowered);
+    retypeZeroSizeBoundaries(*lowered, resultAlias);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
     runPipeline(kBufferizePipeline, "bufferization");
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);

@@ -17,12 +17,15 @@ namespace radix::detail {
 /// buffer's data pointer (static shapes, bare-pointer calling convention).
 using PackedEntry = void (*)(void**);
 
+/// resultAlias of a zero-size result: no out-parameter, nothing to copy.
+constexpr int32_t kNoData = -2;
+
 struct CompiledCode {
   PackedEntry entry = nullptr;
   std::shared_ptr<void> owner;  // keeps the JIT or loaded object alive
   bool fromCache = false;
   /// Per result: -1, or the earlier result it duplicates (the entry returns each value once;
-  /// the runtime copies duplicates).
+  /// the runtime copies duplicates), or kNoData for a zero-size result the entry does not return.
   std::vector<int32_t> resultAlias;
   /// Seconds spent in each phase (for the compile log and the trace).
   double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;

@@ -83,6 +83,7 @@ Shape::Shape(const std::vector<int64_t>& dims, DType dtype) : dtype_(dtype) {
 }
 
 int64_t Shape::count() const {
+  if (std::find(dims_.begin(), dims_.begin() + rank_, 0) != dims_.begin() + rank_) return 0;
   int64_t n = 1;
   for (int i = 0; i < rank_; ++i) n *= dims_[i];  // cannot overflow: checked on construction
   return n;

@@ -115,7 +115,7 @@ Shape binaryShape(const char* op, const Shape& a, const Shape& b) {
       throw opError(op, "tags differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
     if (a.dim(i) != b.dim(i) && a.dim(i) != 1 && b.dim(i) != 1)
       throw opError(op, "dims differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
-    dims.push_back(std::max(a.dim(i), b.dim(i)));
+    dims.push_back(a.dim(i) == 1 ? b.dim(i) : a.dim(i));  // a size-1 axis broadcasts, also to size 0
   }
   Shape s(dims, a.dtype());
   for (int64_t i = 0; i < a.rank(); ++i) s = s.withTag(i, a.tag(i));
@@ -148,8 +148,13 @@ mlir::Value convertValue(TraceContext& c, mlir::Location loc, mlir::Value x, DTy
     return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, x, zero);
   }
   if (isFloat(from) && isFloat(to)) {
-    if ((from == DType::f16 && to == DType::bf16) || (from == DType::bf16 && to == DType::f16)) {
-      mlir::Value wide = mlir::arith::ExtFOp::create(b, loc, c.tensorType(shape.withDtype(DType::f32)), x);
+    // f16 <-> bf16, and f64 -> bf16 (no runtime routine truncates f64 to bf16 directly; through
+    // f32 it can round twice, off by one bf16 ulp in rare ties).
+    if ((from == DType::f16 && to == DType::bf16) || (from == DType::bf16 && to == DType::f16) ||
+        (from == DType::f64 && to == DType::bf16)) {
+      const auto f32 = c.tensorType(shape.withDtype(DType::f32));
+      mlir::Value wide = from == DType::f64 ? mlir::Value(mlir::arith::TruncFOp::create(b, loc, f32, x))
+                                            : mlir::arith::ExtFOp::create(b, loc, f32, x);
       return mlir::arith::TruncFOp::create(b, loc, type, wide);
     }
     if (toBits > fromBits) return mlir::arith::ExtFOp::create(b, loc, type, x);
@@ -160,8 +165,27 @@ mlir::Value convertValue(TraceContext& c, mlir::Location loc, mlir::Value x, DTy
     return mlir::arith::UIToFPOp::create(b, loc, type, x);
   }
   if (isFloat(from)) {
-    if (isSignedInt(to)) return mlir::arith::FPToSIOp::create(b, loc, type, x);
-    return mlir::arith::FPToUIOp::create(b, loc, type, x);
+    // Saturates, NaN -> 0 (as XLA): fptosi/fptoui of an out-of-range value is poison, so such
+    // inputs become 0 first, then the bound. The bounds are powers of two, exact in every float
+    // type (or inf in f16, where x >= inf still catches inf).
+    const bool s = isSignedInt(to);
+    const Shape fs = shape.withDtype(from);
+    const double above = std::ldexp(1.0, static_cast<int>(s ? toBits - 1 : toBits));
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Value tooBig = mlir::arith::CmpFOp::create(b, loc, P::OGE, x, splat(c, loc, fs, above));
+    mlir::Value tooSmall = mlir::arith::CmpFOp::create(b, loc, P::OLE, x, splat(c, loc, fs, s ? -above : 0.0));
+    mlir::Value isNan = mlir::arith::CmpFOp::create(b, loc, P::UNO, x, x);
+    mlir::Value bad = mlir::arith::OrIOp::create(b, loc, mlir::arith::OrIOp::create(b, loc, tooBig, tooSmall), isNan);
+    mlir::Value safe = mlir::arith::SelectOp::create(b, loc, bad, splat(c, loc, fs, 0), x);
+    mlir::Value r = s ? mlir::Value(mlir::arith::FPToSIOp::create(b, loc, type, safe))
+                      : mlir::arith::FPToUIOp::create(b, loc, type, safe);
+    auto bound = [&](const llvm::APInt& v) {
+      return mlir::arith::ConstantOp::create(b, loc, type, mlir::DenseElementsAttr::get(type, v));
+    };
+    const llvm::APInt hi = s ? llvm::APInt::getSignedMaxValue(toBits) : llvm::APInt::getMaxValue(toBits);
+    const llvm::APInt lo = s ? llvm::APInt::getSignedMinValue(toBits) : llvm::APInt::getZero(toBits);
+    r = mlir::arith::SelectOp::create(b, loc, tooBig, bound(hi), r);
+    return mlir::arith::SelectOp::create(b, loc, tooSmall, bound(lo), r);
   }
   const unsigned fromWidth = from == DType::bool_ ? 1 : fromBits;
   if (toBits == fromWidth) return mlir::arith::BitcastOp::create(b, loc, type, x);

@@ -103,13 +103,13 @@ class CpuExecutable final : public Executable {
     std::vector<void*> pointers;
     for (size_t a = 0; a < numArgs; ++a) pointers.push_back(args[a]->storage->data);
     for (size_t r = 0; r < outputs.size(); ++r)
-      if (alias[r] < 0) pointers.push_back(outputs[r]->data);
+      if (alias[r] == -1) pointers.push_back(outputs[r]->data);
     std::vector<void*> packed(pointers.size());
     for (size_t i = 0; i < pointers.size(); ++i) packed[i] = &pointers[i];
     event.arg("argument_bytes", argBytes);
     code_.entry(packed.data());
     for (size_t r = 0; r < outputs.size(); ++r)
-      if (alias[r] >= 0) std::memcpy(outputs[r]->data, outputs[alias[r]]->data, sig.resultShapes[r].byteSize());
+      if (alias[r] >= 0 && sig.resultShapes[r].byteSize() > 0) std::memcpy(outputs[r]->data, outputs[alias[r]]->data, sig.resultShapes[r].byteSize());
     std::vector<Tensor> results;
     for (size_t r = 0; r < outputs.size(); ++r) {
       auto buffer = std::make_shared<DeviceBuffer>();

@@ -1,6 +1,8 @@
 #include "trace/context.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -109,11 +111,32 @@ mlir::Value TraceContext::value(const Tensor& t, const char* op) const {
     throw Error(std::string("[") + op + "] " + t.shape().str() + " is a traced value of another compilation (#" +
                 std::to_string(ctx) + ", this is #" + std::to_string(serial_) + ")");
   const Value& v = values_.at(TensorAccess::value(t));
-  if (v.scope != scopes_.back().id)
-    throw Error(std::string("[") + op + "] " + t.shape().str() + " (%" + std::to_string(TensorAccess::value(t)) +
-                ") belongs to another function than \"" + scopes_.back().symbol +
-                "\": pass it as an argument of radix::call instead of capturing it");
-  return v.value;
+  // Regions see the values of the scopes around them, up to their function.
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s) {
+    if (v.scope == s->id) return v.value;
+    if (!s->region) break;
+  }
+  const std::string what = std::string("[") + op + "] " + t.shape().str() + " (%" +
+                           std::to_string(TensorAccess::value(t)) + ")";
+  if (regionScopes_.count(v.scope) &&
+      std::none_of(scopes_.begin(), scopes_.end(), [&](const Scope& s) { return s.id == v.scope; }))
+    throw Error(what + " is a value of a whileLoop/ifElse region that has ended: return it from the region instead");
+  throw Error(what + " belongs to another function than \"" + scopes_.back().symbol +
+              "\": pass it as an argument of radix::call instead of capturing it");
+}
+
+void TraceContext::beginRegion(mlir::Block* block) {
+  const Scope& outer = scopes_.back();
+  Scope scope{nextScope_++, outer.fn, block, builder_.saveInsertionPoint(), outer.key, outer.symbol, true};
+  regionScopes_.insert(scope.id);
+  scopes_.push_back(scope);
+  builder_.setInsertionPointToEnd(block);
+}
+
+void TraceContext::endRegion() {
+  assert(scopes_.back().region && "endRegion without beginRegion");
+  builder_.restoreInsertionPoint(scopes_.back().saved);
+  scopes_.pop_back();
 }
 
 Tensor TraceContext::wrap(mlir::Value v, const Shape& shape) {

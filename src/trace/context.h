@@ -6,6 +6,7 @@
 #include <source_location>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,7 +27,8 @@ class TraceContext {
   ~TraceContext();
 
   /// The MLIR value of a traced tensor; throws radix::Error("[op] ...") if it is bound, from
-  /// another compilation, or from another function than the one being traced.
+  /// another compilation, from another function than the one being traced (regions see the
+  /// values of their enclosing scopes up to the function), or from a region that has ended.
   mlir::Value value(const Tensor& t, const char* op) const;
   /// Registers a new value of the current function.
   Tensor wrap(mlir::Value v, const Shape& shape);
@@ -64,6 +66,11 @@ class TraceContext {
   void abortFunction();
   std::vector<Tensor> emitCall(const FunctionEntry& entry, const std::vector<const Tensor*>& args);
 
+  // Regions of scf.while / scf.if: not isolated from above, so ops in `block` may use the values
+  // of the enclosing scopes of the same function. endRegion restores the insertion point.
+  void beginRegion(mlir::Block* block);
+  void endRegion();
+
  private:
   struct Scope {
     uint32_t id;
@@ -72,6 +79,7 @@ class TraceContext {
     mlir::OpBuilder::InsertPoint saved;
     uint64_t key;
     std::string symbol;
+    bool region = false;  // an scf region: sees the values of the scopes around it
   };
   struct Value {
     mlir::Value value;
@@ -97,6 +105,7 @@ class TraceContext {
   std::vector<Value> values_;
   std::vector<Scope> scopes_;
   uint32_t nextScope_ = 0;
+  std::unordered_set<uint32_t> regionScopes_;  // ids of the scf region scopes opened so far
   std::unordered_map<uint64_t, size_t> functionByKey_;
   std::vector<Function> functions_;
 
