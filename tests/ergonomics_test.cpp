@@ -252,3 +252,28 @@ TEST(Ergonomics, ChangedConstantsAreNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Ergonomics, EveryOpFamilyNamesTheUsersLine) {
+  // Ops of every family take Tensor::Loc (radix::Loc) and so note the caller's line, with no
+  // code of their own for it.
+  Tensor x(Shape({2, 6}, DType::f32).withTags({"s", "d"}));
+  std::vector<std::pair<int, std::string>> errors;
+  auto check = [&](auto fn) {
+    const std::string e = errorOf([&] { radix::compile(cpu(), fn, x); });
+    errors.emplace_back(badLine, e);
+  };
+  check([](Tensor x) { badLine = __LINE__; return x.splitAxis("d", {{"h", 4}, {"hd", -1}}); });
+  check([](Tensor x) { badLine = __LINE__; return x.softmax("k"); });
+  check([](Tensor x) { badLine = __LINE__; return x.gather({{"d", x}}); });
+  check([](Tensor x) { badLine = __LINE__; return Tensor::iota(x.shape(), "q"); });
+  check([](Tensor x) { badLine = __LINE__; return x.topK(7, "d").values; });
+  ASSERT_EQ(errors.size(), 5u);
+  for (const auto& [line, e] : errors) {
+    EXPECT_EQ(e.rfind("[", 0), 0u) << e;
+    EXPECT_NE(e.find("ergonomics_test.cpp:" + std::to_string(line) + ")"), std::string::npos) << e;
+  }
+}
+
+}  // namespace
