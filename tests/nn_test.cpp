@@ -382,6 +382,32 @@ TEST(Nn, ActivationsAndElu) {
   expectNear(run({nn::ActivationKind::relu}), ref([](double v) { return std::max(v, 0.0); }), 0);
 }
 
+TEST(Nn, UpsampleNearest) {
+  // ZML's nearest test: {1,1,2} holding 1,2 scaled by 3 along the last axis.
+  Tensor x = Tensor::fromValues(cpu(), Shape({1, 1, 2}, DType::i32), std::vector<int32_t>{1, 2});
+  auto up = [](Tensor x) { return nn::upsampleNearest(x, {{2, 6}}); };
+  EXPECT_EQ(radix::testing::compileAndCall(cpu(), up, x).toVector<int64_t>(), (std::vector<int64_t>{1, 1, 1, 2, 2, 2}));
+  // Two tagged axes, up and down, against the naive rule.
+  const int64_t H = 3, W = 5, NH = 7, NW = 2;
+  Tensor img = make(Shape({2, H, W}, DType::f32).withTags({"c", "h", "w"}), 95);
+  auto resize = [](Tensor x) { return nn::upsampleNearest(x, {{"h", 7}, {"w", 2}}); };
+  Tensor y = radix::testing::compileAndCall(cpu(), resize, img);
+  EXPECT_EQ(y.shape(), Shape({2, NH, NW}, DType::f32).withTags({"c", "h", "w"}));
+  const auto X = host(img);
+  std::vector<double> ref;
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t i = 0; i < NH; ++i)
+      for (int64_t j = 0; j < NW; ++j) {
+        const auto si = static_cast<int64_t>(std::floor((i + 0.5) * H / NH));
+        const auto sj = static_cast<int64_t>(std::floor((j + 0.5) * W / NW));
+        ref.push_back(X[(c * H + si) * W + sj]);
+      }
+  expectNear(y, ref, 0);
+  EXPECT_EQ(errorOf([&] { radix::compile(cpu(), [](Tensor x) { return nn::upsampleNearest(x, {{"h", 0}}); }, img); })
+                .rfind("[nn.upsampleNearest] new sizes must be >= 1", 0),
+            0u);
+}
+
 // ---- testing helpers ----
 
 TEST(Nn, TestLayerAgainstRecordedActivations) {
