@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     return radix::compile(p, &mlp::MLP::forwardInline, nn, Tensor(Shape({2}, DType::f16))).fromCache();
   }, runs);
   const gpt2::Model model = gpt2::placeholders(12);
-  const Tensor tokens(Shape({128, 768}, DType::f32).withTags({"s", "d"}));
+  const Tensor tokens(Shape({128}, DType::i32).withTags({"s"}));
   auto gpt = [&](const radix::Platform& p) { return radix::compile(p, &gpt2::Model::forward, model, tokens).fromCache(); };
   measure("GPT-2 124M, 128 tokens", gpt, runs);
   measure("  same, serial code", gpt, runs, 1);  // no OpenMP outlining: less LLVM work

@@ -1,96 +1,77 @@
 #pragma once
-// A GPT-2-shaped model (d=768, 12 heads, 12 blocks, MLP 3072, vocab 50257) built from Radix's
-// current ops, for compile-time benchmarks. Weights may be placeholders: compile needs shapes only.
-// Missing until the op surface grows: token embedding lookup (gather) and the causal mask.
+// A GPT-2-shaped model (d=768, 12 heads, 12 blocks, MLP 3072, vocab 50257, 1024 positions) built
+// from radix::nn layers, for compile-time benchmarks. Weights may be placeholders: compile needs
+// shapes only. Tags: "s" tokens, "d" model width, "f" MLP width, "voc" vocabulary.
+#include <radix/nn.h>
 #include <radix/radix.h>
-
-#include <cmath>
 
 namespace gpt2 {
 
 using radix::DType;
 using radix::Shape;
 using radix::Tensor;
+namespace nn = radix::nn;
 
-struct LayerNorm {
-  Tensor g, b;
-  Tensor forward(Tensor x) const {
-    const double inv = 1.0 / static_cast<double>(x.dim("d"));
-    Tensor mean = x.sum("d").mulConstant(inv);
-    Tensor centered = x.sub(mean);
-    Tensor var = centered.mul(centered).sum("d").mulConstant(inv);
-    Tensor normed = centered.mul(var.addConstant(1e-5).rsqrt());
-    return normed.mul(g.broad(x.shape())).add(b.broad(x.shape()));
-  }
-};
-
-struct Linear {
-  Tensor w, b;  // w {i, o}, b {o}
-  Tensor forward(Tensor x, radix::Tag out) const {
-    Tensor y = x.dot(w, {"d"});
-    return y.add(b.broad(y.shape())).withTags({"s", out});
-  }
-};
-
-inline Tensor softmax(Tensor x, radix::Tag axis) {
-  Tensor e = x.sub(x.max(axis)).exp();
-  return e.div(e.sum(axis));
-}
-
+/// Causal self-attention: x {s, d} -> {s, d}.
 struct Attention {
-  Linear q, k, v, o;
+  nn::Linear q, k, v, o;
   int64_t heads;
   Tensor forward(Tensor x) const {
-    const int64_t s = x.dim("s"), d = x.dim("d"), hd = d / heads;
-    auto split = [&](Tensor t, radix::Tag seq) { return t.reshape({s, heads, hd}).withTags({seq, "h", "k"}); };
-    Tensor qh = split(q.forward(x, "d"), "s");
-    Tensor kh = split(k.forward(x, "d"), "t");
-    Tensor vh = split(v.forward(x, "d"), "t");
-    Tensor scores = qh.dot(kh, {"k"}).mulConstant(1.0 / std::sqrt(static_cast<double>(hd)));  // {h, s, t}
-    Tensor mixed = softmax(scores, "t").dot(vh, {"t"});                                          // {h, s, k}
-    Tensor merged = mixed.transpose({"s", "h", "k"}).reshape({s, d}).withTags({"s", "d"});
-    return o.forward(merged, "d");
+    auto split = [&](const nn::Linear& l, radix::Tag positions) {
+      return l.forward(x).splitAxis("d", {{"h", heads}, {"hd", -1}}).rename({{"s", positions}});
+    };
+    nn::AttentionOptions causal;
+    causal.causal = true;
+    Tensor mixed = nn::sdpa(split(q, "q"), split(k, "k"), split(v, "k"), causal);  // {q, h, hd}
+    return o.forward(mixed.rename({{"q", "s"}}).mergeAxes({"h", "hd"}, "d"));
   }
 };
 
 struct Block {
-  LayerNorm ln1, ln2;
+  nn::LayerNorm ln1, ln2;
   Attention attn;
-  Linear fc, proj;
+  nn::GeluMlp mlp;  // d -> f -> d
   Tensor forward(Tensor x) const {
     x = x.add(attn.forward(ln1.forward(x)));
-    Tensor h = fc.forward(ln2.forward(x), "f");
-    // GELU, tanh approximation.
-    Tensor inner = h.add(h.mul(h).mul(h).mulConstant(0.044715)).mulConstant(0.7978845608028654);
-    Tensor gelu = h.mul(inner.tanh().addConstant(1)).mulConstant(0.5).withTags({"s", "d"});
-    return x.add(proj.forward(gelu, "d"));
+    return x.add(mlp.forward(ln2.forward(x)));
   }
 };
 
 struct Model {
+  nn::Embedding wte;  // {voc, d}
+  Tensor wpe;         // {s=positions, d}
   std::vector<Block> blocks;
-  LayerNorm lnf;
-  Tensor wte;  // {v, d}
-  Tensor forward(Tensor x) const {
+  nn::LayerNorm lnf;
+  /// Token ids {s}:i32 -> logits {s, voc}.
+  Tensor forward(Tensor ids) const {
+    Tensor x = wte.forward(ids);
+    x = x.add(wpe.slice1d("s", {.end = ids.dim("s")}));
     for (const Block& b : blocks) x = radix::call(b, &Block::forward, x);
-    return radix::call(lnf, &LayerNorm::forward, x).dot(wte, {"d"});  // {s, v}
+    return radix::call(lnf, &nn::LayerNorm::forward, x).dot(wte.weight, {"d"});  // tied output embedding
   }
 };
 
 /// A model whose weights come from `make(shape)`: Tensor(shape) for placeholders, or buffers.
 template <class Make>
-Model build(const Make& make, int64_t layers, int64_t d = 768, int64_t heads = 12, int64_t vocab = 50257) {
+Model build(const Make& make, int64_t layers, int64_t d = 768, int64_t heads = 12, int64_t vocab = 50257,
+            int64_t positions = 1024) {
   auto t = [&](std::vector<int64_t> dims, std::initializer_list<radix::Tag> tags) {
     return make(Shape(dims, DType::f32).withTags(tags));
   };
-  auto ln = [&] { return LayerNorm{t({d}, {"d"}), t({d}, {"d"})}; };
-  auto lin = [&](int64_t i, int64_t o, radix::Tag out) { return Linear{t({i, o}, {"d", out}), t({o}, {out})}; };
+  auto ln = [&] { return nn::LayerNorm{t({d}, {"d"}), t({d}, {"d"}), 1e-5}; };
+  // Weights as GPT-2 stores them (Conv1D: {in, out}); the axis tagged `in` is contracted.
+  auto lin = [&](int64_t i, int64_t o, radix::Tag in, radix::Tag out) {
+    return nn::Linear{t({i, o}, {in, in == out ? radix::Tag("o") : out}), t({o}, {out}), in, out};
+  };
   Model m;
+  m.wte = nn::Embedding{t({vocab, d}, {"voc", "d"})};
+  m.wpe = t({positions, d}, {"s", "d"});
   for (int64_t i = 0; i < layers; ++i)
-    m.blocks.push_back(Block{ln(), ln(), Attention{lin(d, d, "o"), lin(d, d, "o"), lin(d, d, "o"), lin(d, d, "o"), heads},
-                             lin(d, 4 * d, "f"), Linear{t({4 * d, d}, {"d", "o"}), t({d}, {"o"})}});
+    m.blocks.push_back(Block{ln(), ln(),
+                             Attention{lin(d, d, "d", "d"), lin(d, d, "d", "d"), lin(d, d, "d", "d"),
+                                       lin(d, d, "d", "d"), heads},
+                             nn::GeluMlp{lin(d, 4 * d, "d", "f"), lin(4 * d, d, "f", "d")}});
   m.lnf = ln();
-  m.wte = t({vocab, d}, {"v", "d"});
   return m;
 }
 

@@ -377,8 +377,8 @@ TEST_F(Cache, ThreadCountSelectsOpenMpLoopsWithEqualResults) {
 namespace {
 
 TEST_F(Cache, CachedTransformerComputesWhatTheColdOneDid) {
-  // A small GPT-2-shaped model with real weights: several radix::call functions, softmax,
-  // layer norm and attention, loaded back from the cache and run again.
+  // A small GPT-2-shaped model with real weights: embeddings, several radix::call functions,
+  // layer norm and causal attention, loaded back from the cache and run again.
   uint64_t seed = 12345;
   auto make = [&](const Shape& s) {
     std::vector<float> v(static_cast<size_t>(s.count()));
@@ -388,8 +388,9 @@ TEST_F(Cache, CachedTransformerComputesWhatTheColdOneDid) {
     }
     return Tensor::fromValues(radix::Platform::cpu(), s, v);
   };
-  const gpt2::Model model = gpt2::build(make, 2, 32, 4, 50);
-  const Tensor tokens = make(Shape({5, 32}, DType::f32).withTags({"s", "d"}));
+  const gpt2::Model model = gpt2::build(make, 2, 32, 4, 50, 16);
+  const Tensor tokens = Tensor::fromValues(radix::Platform::cpu(), Shape({5}, DType::i32).withTags({"s"}),
+                                           std::vector<int32_t>{3, 49, 0, 17, 3});
   auto cold = radix::compile(platform, &gpt2::Model::forward, model, tokens);
   auto warm = radix::compile(platform, &gpt2::Model::forward, model, tokens);
   ASSERT_FALSE(cold.fromCache());

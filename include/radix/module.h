@@ -20,19 +20,32 @@ namespace radix {
 template <class R>
 class Exe {
  public:
-  Exe(std::shared_ptr<detail::Executable> executable, R resultTemplate)
-      : executable_(std::move(executable)), template_(std::move(resultTemplate)) {}
+  /// `member`: compiled from a member function, whose object is named "self" in errors;
+  /// `constants`: the compile-time constants of the arguments, to name one that changes.
+  Exe(std::shared_ptr<detail::Executable> executable, R resultTemplate, bool member = false,
+      std::vector<detail::ConstantLeaf> constants = {})
+      : executable_(std::move(executable)),
+        template_(std::move(resultTemplate)),
+        member_(member),
+        constants_(std::move(constants)) {}
 
   /// Runs on the buffers of `args` (same structure as at compile time); returns bound results.
   /// Donated arguments give their buffers to the results and may not be used afterwards.
+  /// Errors name the offending leaf: "[exe] self.layers[1].w is {3}:f32, compiled for {2}:f32".
   template <class... Args>
   R operator()(const Args&... args) const {
     detail::ConstantHasher constants;
     detail::TensorCollector leaves;
     ((detail::visitLeaves(constants, args), detail::visitLeaves(leaves, args)), ...);
-    detail::checkCallStructure(executable_->signature(), typeid(std::tuple<std::decay_t<Args>...>),
-                               constants.digest());
-    std::vector<Tensor> outputs = executable_->run(leaves.out);
+    const detail::Signature& signature = executable_->signature();
+    const std::type_info& types = typeid(std::tuple<std::decay_t<Args>...>);
+    if (*signature.argTypes == types && signature.constantsHash != constants.digest() && !constants_.empty()) {
+      const std::string change = detail::describeConstantChange(constants_, detail::constantLeaves(member_, args...));
+      if (!change.empty()) throw Error(change);
+    }
+    detail::checkCallStructure(signature, types, constants.digest());
+    auto leafPath = [&](size_t i) { return detail::tensorPaths(member_, args...).at(i); };
+    std::vector<Tensor> outputs = executable_->run(leaves.out, leafPath);
     R result = template_;
     detail::TensorReplacer replacer{outputs};
     detail::visitLeaves(replacer, result);
@@ -49,6 +62,8 @@ class Exe {
  private:
   std::shared_ptr<detail::Executable> executable_;
   R template_;
+  bool member_ = false;
+  std::vector<detail::ConstantLeaf> constants_;
 };
 
 namespace detail {
@@ -56,9 +71,14 @@ namespace detail {
 template <class F, class... Args>
 using ResultOf = std::decay_t<std::invoke_result_t<const F&, const Args&...>>;
 
-struct ArgumentMapper {
+/// True when compile(platform, &T::method, obj, args...) names obj "self" in errors.
+template <class F, class... Args>
+inline constexpr bool kMemberCompile = std::is_member_function_pointer_v<std::decay_t<F>> && sizeof...(Args) > 0;
+
+struct ArgumentMapper : PathBuilder {
   CompileSession& session;
-  void tensor(Tensor& t) { t = session.argument(t); }
+  explicit ArgumentMapper(CompileSession& s) : session(s) {}
+  void tensor(Tensor& t) { t = session.argument(t, path); }
   template <class T> void value(const T&) {}
   void size(size_t) {}
 };
@@ -72,7 +92,7 @@ struct ResultCollector {
 
 template <class F, class... Args>
 std::string compileName() {
-  if constexpr (std::is_member_function_pointer_v<std::decay_t<F>> && sizeof...(Args) > 0) {
+  if constexpr (kMemberCompile<F, Args...>) {
     using Obj = std::decay_t<std::tuple_element_t<0, std::tuple<Args...>>>;
     return shortTypeName(typeid(Obj));
   } else {
@@ -85,27 +105,38 @@ std::string compileName() {
 /// Traces `fn(args...)` into `func.func @main`, optimizes and compiles it for `platform` (or
 /// loads it from the on-disk cache). Tensor leaves of `args` become @main's arguments; other
 /// leaves are compile-time constants. `fn` is a member function pointer (object first in args),
-/// a function pointer or a lambda.
+/// a function pointer or a lambda. Errors name the leaf ("[compile] weight self.layers[1].b is an
+/// unbound Tensor() ...") or, while tracing, the file and line of the last op called.
 /// radix::Exe exe = radix::compile(cpu, &NN::forward, nn, x);
 template <class F, class... Args>
 Exe<detail::ResultOf<F, Args...>> compile(const Platform& platform, const F& fn, const Args&... args) {
   using R = detail::ResultOf<F, Args...>;
   detail::CompileSession session(platform, detail::compileName<F, Args...>());
   std::tuple<std::decay_t<Args>...> traced(args...);
-  detail::ArgumentMapper mapper{session};
-  std::apply([&](auto&... a) { (detail::visitLeaves(mapper, a), ...); }, traced);
+  constexpr bool member = detail::kMemberCompile<F, Args...>;
+  detail::ArgumentMapper mapper(session);
+  size_t index = 0;
+  auto map = [&](auto& a) {
+    mapper.path = detail::argumentName(index++, member);
+    detail::visitLeaves(mapper, a);
+  };
+  std::apply([&](auto&... a) { (map(a), ...); }, traced);
   detail::ConstantHasher constants;
   (detail::visitLeaves(constants, args), ...);
   R result = [&] {
     auto guard = session.activate();
-    return std::apply([&](const auto&... a) { return std::invoke(fn, a...); }, traced);
+    try {
+      return std::apply([&](const auto&... a) { return std::invoke(fn, a...); }, traced);
+    } catch (const Error& e) {
+      throw detail::atOpLocation(e);
+    }
   }();
   detail::ResultCollector collector{session};
   detail::visitLeaves(collector, std::as_const(result));
   auto executable = session.finish(typeid(std::tuple<std::decay_t<Args>...>), constants.digest());
   detail::TensorForgetter forget;
   detail::visitLeaves(forget, result);
-  return Exe<R>(std::move(executable), std::move(result));
+  return Exe<R>(std::move(executable), std::move(result), member, detail::constantLeaves(member, args...));
 }
 
 namespace detail {

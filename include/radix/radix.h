@@ -5,6 +5,7 @@
 #include "radix/dtype.h"
 #include "radix/error.h"
 #include "radix/module.h"
+#include "radix/nn.h"
 #include "radix/platform.h"
 #include "radix/random.h"
 #include "radix/shape.h"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "radix/error.h"
+#include "radix/loc.h"
 #include "radix/platform.h"
 #include "radix/shape.h"
 
@@ -61,7 +62,7 @@ struct TopK;
 /// compiled. Ops are only valid on traced tensors (inside radix::compile / radix::call).
 class Tensor {
  public:
-  using Loc = std::source_location;
+  using Loc = radix::Loc;
 
   /// An empty scalar placeholder; useful as a default member value.
   Tensor() = default;
@@ -108,6 +109,10 @@ class Tensor {
 
   /// Same data, new tags: {2,8}.withTags({"b","d"}) -> {b=2,d=8}
   Tensor withTags(std::initializer_list<Tag> tags) const;
+  /// Same from a vector: {2,8}.withTags(std::vector<Tag>{"b","d"}) -> {b=2,d=8}
+  Tensor withTags(const std::vector<Tag>& tags) const;
+  /// Same data, one axis (re)tagged: {b=2,8}.withTag(-1, "d") -> {b=2,d=8}
+  Tensor withTag(Axis axis, Tag tag) const;
   /// Same data, axes marked as sharded: {16,8}.withSharding({0})
   Tensor withSharding(std::initializer_list<Axis> axes) const;
 

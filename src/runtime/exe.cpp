@@ -1,5 +1,6 @@
 // Platform and the CPU executable: argument checks, result allocation, donation, the call.
 #include <cstring>
+#include <functional>
 #include <mutex>
 
 #include "compiler/compiler.h"
@@ -62,7 +63,8 @@ class CpuExecutable final : public Executable {
   const Signature& signature() const override { return signature_; }
   bool fromCache() const override { return code_.fromCache; }
 
-  std::vector<Tensor> run(const std::vector<const Tensor*>& leaves) const override {
+  std::vector<Tensor> run(const std::vector<const Tensor*>& leaves,
+                          const std::function<std::string(size_t)>& leafPath) const override {
     TraceEvent event("exe.call");
     const Signature& sig = signature_;
     if (leaves.size() != sig.leafToArg.size())
@@ -70,21 +72,26 @@ class CpuExecutable final : public Executable {
                   std::to_string(sig.leafToArg.size()));
     const size_t numArgs = sig.argShapes.size();
     std::vector<DeviceBuffer*> args(numArgs, nullptr);
+    std::vector<size_t> firstLeaf(numArgs, 0);
     int64_t argBytes = 0;
     for (size_t i = 0; i < leaves.size(); ++i) {
       const Tensor& t = *leaves[i];
       const int32_t a = sig.leafToArg[i];
       const auto& buffer = TensorAccess::buffer(t);
       if (!buffer)
-        throw Error("[exe] tensor argument " + std::to_string(i) + " " + t.shape().str() + " is not bound to a buffer");
-      liveStorage(*buffer, "exe", t.shape());
+        throw Error("[exe] " + leafPath(i) + " " + t.shape().str() + " is not bound to a buffer");
+      if (buffer->donated || !buffer->storage)
+        throw Error("[exe] " + leafPath(i) + " " + t.shape().str() +
+                    " was donated to a result of an earlier call (reuseBuffer): its buffer now belongs to that result");
       if (!t.shape().sameDimsAndDtype(sig.argShapes[a]))
-        throw Error("[exe] tensor argument " + std::to_string(i) + " is " + t.shape().str() + ", compiled for " +
-                    sig.argShapes[a].str());
+        throw Error("[exe] " + leafPath(i) + " is " + t.shape().str() + ", compiled for " + sig.argShapes[a].str());
       if (args[a] && args[a] != buffer.get())
-        throw Error("[exe] tensor argument " + std::to_string(i) + " " + t.shape().str() +
-                    " was the same buffer as another argument at compile time but differs now");
-      if (!args[a]) argBytes += static_cast<int64_t>(t.shape().byteSize());
+        throw Error("[exe] " + leafPath(i) + " " + t.shape().str() + " was the same buffer as another argument at compile time (" +
+                    leafPath(firstLeaf[a]) + ") but differs now");
+      if (!args[a]) {
+        argBytes += static_cast<int64_t>(t.shape().byteSize());
+        firstLeaf[a] = i;
+      }
       args[a] = buffer.get();
     }
     std::vector<std::shared_ptr<Storage>> outputs;

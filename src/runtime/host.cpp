@@ -1,4 +1,5 @@
 // Host-side tensors: buffers, value conversion, and the Tensor methods that need no tracer.
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <cxxabi.h>
@@ -192,6 +193,52 @@ void TensorReplacer::tensor(Tensor& t) {
   t = with[next++];
 }
 
+std::string_view identifierAtEnd(std::string_view spelled) {
+  const size_t close = spelled.rfind(']');
+  if (close == std::string_view::npos) return {};
+  std::string_view s = spelled.substr(0, close);
+  while (!s.empty() && (s.back() == ')' || s.back() == ' ')) s.remove_suffix(1);
+  size_t begin = s.size();
+  auto isWord = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  while (begin > 0 && isWord(s[begin - 1])) --begin;
+  std::string_view name = s.substr(begin);
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return {};
+  if (begin == 0 || (s[begin - 1] != '.' && s[begin - 1] != ':')) return {};
+  return name;
+}
+
+void PathBuilder::enter(const PathStep& step) {
+  marks.push_back(path.size());
+  if (!step.isField) {
+    path += "[" + std::to_string(step.index) + "]";
+  } else if (!step.name.empty()) {
+    path += ".";
+    path += step.name;
+  } else {
+    path += ".field#" + std::to_string(step.index);
+  }
+}
+
+std::string describeConstantChange(const std::vector<ConstantLeaf>& compiled, const std::vector<ConstantLeaf>& now) {
+  const std::string head = "[exe] non-Tensor arguments (compile-time constants) differ from compile time: ";
+  const std::string tail = "; compile again for new values";
+  for (size_t i = 0; i < compiled.size() && i < now.size(); ++i) {
+    const ConstantLeaf &a = compiled[i], &b = now[i];
+    if (a.path == b.path && a.isSize == b.isSize && a.value == b.value) continue;
+    if (a.path == b.path && a.isSize && b.isSize)
+      return head + b.path + " has size " + std::to_string(b.value) + ", compiled with " + std::to_string(a.value) +
+             " (container sizes, optional presence and variant alternatives are constants)" + tail;
+    return head + b.path + " changed" + tail;
+  }
+  if (compiled.size() != now.size()) return head + "their number changed" + tail;
+  return {};
+}
+
+std::string argumentName(size_t i, bool member) {
+  if (member) return i == 0 ? "self" : "arg" + std::to_string(i - 1);
+  return "arg" + std::to_string(i);
+}
+
 void Hasher::shape(const Shape& s) {
   size(static_cast<size_t>(s.rank()));
   for (int64_t i = 0; i < s.rank(); ++i) {
@@ -352,6 +399,18 @@ template Tensor Tensor::fromValues<bool>(const Platform&, Shape, const std::vect
 Tensor Tensor::withTags(std::initializer_list<Tag> tags) const {
   Tensor t = *this;
   t.shape_ = shape_.withTags(tags);
+  return t;
+}
+
+Tensor Tensor::withTags(const std::vector<Tag>& tags) const {
+  Tensor t = *this;
+  t.shape_ = shape_.withTags(tags);
+  return t;
+}
+
+Tensor Tensor::withTag(Axis axis, Tag tag) const {
+  Tensor t = *this;
+  t.shape_ = shape_.withTag(shape_.axis(axis, "withTag"), tag);
   return t;
 }
 

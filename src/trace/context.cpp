@@ -5,6 +5,7 @@
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "compiler/compiler.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,6 +25,7 @@ namespace radix::detail {
 
 namespace {
 thread_local TraceContext* tlsCurrent = nullptr;
+thread_local std::source_location tlsOpLocation;  // line 0: none
 std::atomic<uint64_t> nextSerial{1};
 
 std::string hex16(uint64_t v) {
@@ -35,9 +37,18 @@ std::string hex16(uint64_t v) {
 
 TraceContext* currentTraceOrNull() { return tlsCurrent; }
 
+void noteOpLocation(const std::source_location& where) noexcept { tlsOpLocation = where; }
+
+Error atOpLocation(const Error& error) {
+  if (tlsOpLocation.line() == 0) return error;
+  const std::source_location where = std::exchange(tlsOpLocation, std::source_location());
+  return Error(std::string(error.what()) + " (at " + where.file_name() + ":" + std::to_string(where.line()) + ")");
+}
+
 TraceContext& currentTrace(const char* op) {
   if (!tlsCurrent)
-    throw Error(std::string("[") + op + "] no compilation in progress: ops and radix::call run inside radix::compile");
+    throw atOpLocation(Error(std::string("[") + op +
+                             "] no compilation in progress: ops and radix::call run inside radix::compile"));
   return *tlsCurrent;
 }
 
@@ -155,29 +166,35 @@ void TraceContext::canonicalize(mlir::func::FuncOp fn) {
   canonicalizeSeconds_ += event.seconds();
 }
 
-Tensor TraceContext::mainArgument(const Tensor& leaf) {
+Tensor TraceContext::mainArgument(const Tensor& leaf, const std::string& path) {
+  const bool field = path.find_first_of(".[") != std::string::npos;
+  const std::string what = (field ? "weight " : "argument ") + path;
   if (leaf.isTraced())
-    throw Error("[compile] argument " + leaf.shape().str() +
+    throw Error("[compile] " + what + " " + leaf.shape().str() +
                 " is a traced value; compile takes bound tensors or shape placeholders");
   const void* buffer = TensorAccess::buffer(leaf).get();
   const uint64_t identity = TensorAccess::identity(leaf);
+  if (!buffer && identity == 0)
+    throw Error("[compile] " + what + " is an unbound Tensor() " + leaf.shape().str() +
+                ": give it a buffer (Tensor::fromValues, a loader) or a shape placeholder Tensor(Shape(...))");
   int32_t index = -1;
   if (buffer) {
     if (auto it = argByBuffer_.find(buffer); it != argByBuffer_.end()) index = it->second;
-  } else if (identity != 0) {
+  } else {
     if (auto it = argByIdentity_.find(identity); it != argByIdentity_.end()) index = it->second;
   }
   if (index >= 0) {
     const Shape& previous = mainArgShapes_[index];
     if (previous != leaf.shape())
-      throw Error("[compile] two arguments share one " + std::string(buffer ? "buffer" : "identity") + " but differ: " +
-                  previous.str() + " (argument " + std::to_string(index) + ") and " + leaf.shape().str());
+      throw Error("[compile] " + argPaths_[index] + " " + previous.str() + " and " + path + " " + leaf.shape().str() +
+                  " share one " + (buffer ? "buffer" : "placeholder identity") + " but their shapes differ");
   } else {
     index = static_cast<int32_t>(mainArgShapes_.size());
     mainArgShapes_.push_back(leaf.shape());
+    argPaths_.push_back(path);
     mainBlock_->addArgument(tensorType(leaf.shape()), mlir::NameLoc::get(builder_.getStringAttr("arg")));
     if (buffer) argByBuffer_[buffer] = index;
-    else if (identity != 0) argByIdentity_[identity] = index;
+    else argByIdentity_[identity] = index;
   }
   leafToArg_.push_back(index);
   values_.push_back(Value{mainBlock_->getArgument(index), scopes_.front().id});
@@ -380,11 +397,12 @@ CompileSession::CompileSession(const Platform& platform, std::string name)
     : context_(new TraceContext(platform, std::move(name)), [](TraceContext* c) { delete c; }) {}
 CompileSession::~CompileSession() = default;
 
-Tensor CompileSession::argument(const Tensor& leaf) { return context_->mainArgument(leaf); }
+Tensor CompileSession::argument(const Tensor& leaf, const std::string& path) { return context_->mainArgument(leaf, path); }
 
 std::shared_ptr<void> CompileSession::activate() {
   TraceContext* previous = tlsCurrent;
   tlsCurrent = context_.get();
+  tlsOpLocation = std::source_location();
   return std::shared_ptr<void>(nullptr, [previous](void*) { tlsCurrent = previous; });
 }
 

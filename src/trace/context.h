@@ -47,7 +47,7 @@ class TraceContext {
   void canonicalize(mlir::func::FuncOp fn);
 
   // @main
-  Tensor mainArgument(const Tensor& leaf);
+  Tensor mainArgument(const Tensor& leaf, const std::string& path);
   void mainResult(const Tensor& t);
   std::shared_ptr<Executable> finishMain(const std::type_info& argTypes, uint64_t constantsHash);
 
@@ -112,6 +112,7 @@ class TraceContext {
   mlir::Block* mainBlock_ = nullptr;
   std::vector<Shape> mainArgShapes_;
   std::vector<int32_t> leafToArg_;
+  std::vector<std::string> argPaths_;  // per @main argument: the path of its first leaf
   std::unordered_map<const void*, int32_t> argByBuffer_;
   std::unordered_map<uint64_t, int32_t> argByIdentity_;
   std::vector<Tensor> mainResults_;

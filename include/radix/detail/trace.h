@@ -64,7 +64,9 @@ class Executable {
   virtual const std::string& mlir() const = 0;
   virtual const Signature& signature() const = 0;
   /// Checks the leaves against the signature, runs, and returns the result tensors (bound).
-  virtual std::vector<Tensor> run(const std::vector<const Tensor*>& leaves) const = 0;
+  /// `leafPath(i)` names leaf i in errors ("self.layers[1].w"); it is called only on errors.
+  virtual std::vector<Tensor> run(const std::vector<const Tensor*>& leaves,
+                                  const std::function<std::string(size_t)>& leafPath) const = 0;
   /// True when this executable came from the on-disk cache.
   virtual bool fromCache() const = 0;
 };
@@ -80,8 +82,9 @@ class CompileSession {
   CompileSession(const CompileSession&) = delete;
   CompileSession& operator=(const CompileSession&) = delete;
 
-  /// Maps a bound or placeholder leaf to a traced argument of @main (tied leaves share one).
-  Tensor argument(const Tensor& leaf);
+  /// Maps a bound or placeholder leaf to a traced argument of @main (tied leaves share one);
+  /// `path` ("self.layers[1].w") names it in errors.
+  Tensor argument(const Tensor& leaf, const std::string& path);
   /// Makes this trace current on this thread for the lifetime of the returned guard.
   std::shared_ptr<void> activate();
   /// Adds a result of @main.
@@ -101,6 +104,9 @@ struct FunctionEntry {
 
 /// The current thread's trace; throws radix::Error("[op] ...") outside radix::compile.
 TraceContext& currentTrace(const char* op);
+/// `error` with " (at file:line)" of the last op called on this thread (see radix::Loc) appended,
+/// once: the location is forgotten afterwards. For errors thrown while tracing.
+Error atOpLocation(const Error& error);
 /// Looks up a radix::call function by key (function identity + deep argument hash).
 FunctionEntry* findFunction(TraceContext& context, uint64_t key);
 /// Opens a private function `<name>_<key hex>` whose arguments have the shapes of `args`;

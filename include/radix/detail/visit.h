@@ -5,6 +5,7 @@
 #include <boost/pfr.hpp>
 #include <cstring>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -30,8 +31,71 @@ template <class... T> struct IsTupleLike<std::tuple<T...>> : std::true_type {};
 template <class A, class B> struct IsTupleLike<std::pair<A, B>> : std::true_type {};
 template <class> inline constexpr bool kAlwaysFalse = false;
 
+// ---- field names, for error messages that name a leaf's path (layers[1].attn.wq) ----
+
+/// Storage for a T that is never constructed: only addresses of its fields are taken, in
+/// constant expressions (so T needs no default constructor and may be a local type).
+template <class T>
+union FakeObject {
+  char unused;
+  T value;
+  constexpr FakeObject() : unused() {}
+  constexpr ~FakeObject() {}
+};
+template <class T>
+inline FakeObject<T> kFakeObject;
+
+/// The compiler's name for this function, which spells the address `Ptr` (a field of the fake
+/// object) with the field's name: "... [Ptr = &kFakeObject.value.layers]" (the trick of
+/// Boost.PFR 1.84's get_name; Debian's PFR 1.81 has no field names).
+template <auto Ptr>
+consteval std::string_view spelledAddress() {
+  return std::source_location::current().function_name();
+}
+
+/// The trailing identifier of a spelled field address, or "" when there is none.
+std::string_view identifierAtEnd(std::string_view spelled);
+
+/// Name of field I of the aggregate T, or "" when the compiler does not spell it.
+template <class T, size_t I>
+std::string_view fieldName() {
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 11)
+  constexpr auto fields = boost::pfr::detail::tie_as_tuple(kFakeObject<T>.value);
+  return identifierAtEnd(spelledAddress<&boost::pfr::detail::sequence_tuple::get<I>(fields)>());
+#else
+  return {};
+#endif
+}
+
+/// One step from a structure to one of its parts: a named field (`.w`), a field without a name
+/// (`.field#2`) or an element (`[3]`).
+struct PathStep {
+  std::string_view name;  // field name; empty for elements and unnamed fields
+  size_t index = 0;       // element or field index
+  bool isField = false;
+};
+
+/// Visitors that define enter(PathStep)/leave() are told the path to every leaf.
+template <class V>
+concept TracksPaths = requires(V& v, const PathStep& step) {
+  v.enter(step);
+  v.leave();
+};
+
+template <class V, class T>
+void visitLeaves(V& v, T& x);
+
+template <class V, class T>
+void visitPart(V& v, T& x, const PathStep& step) {
+  if constexpr (TracksPaths<V>) v.enter(step);
+  visitLeaves(v, x);
+  if constexpr (TracksPaths<V>) v.leave();
+}
+
 /// Calls v.tensor(t) for every Tensor leaf, v.value(x) for every other leaf, and v.size(n) for
 /// the run-time structure (vector sizes, optional presence, variant index), in a fixed order.
+/// Optionals and variants are transparent in paths; elements of arrays, vectors, pairs and
+/// tuples are `[i]`, fields of structs `.name`.
 template <class V, class T>
 void visitLeaves(V& v, T& x) {
   using U = std::remove_cv_t<T>;
@@ -42,10 +106,12 @@ void visitLeaves(V& v, T& x) {
                        std::is_same_v<U, Tag> || std::is_same_v<U, std::monostate>) {
     v.value(x);
   } else if constexpr (std::is_array_v<U> || IsStdArray<U>::value) {
-    for (auto& e : x) visitLeaves(v, e);
+    size_t i = 0;
+    for (auto& e : x) visitPart(v, e, PathStep{{}, i++, false});
   } else if constexpr (IsVector<U>::value) {
     v.size(x.size());
-    for (auto& e : x) visitLeaves(v, e);
+    size_t i = 0;
+    for (auto& e : x) visitPart(v, e, PathStep{{}, i++, false});
   } else if constexpr (IsOptional<U>::value) {
     v.size(x.has_value() ? 1 : 0);
     if (x) visitLeaves(v, *x);
@@ -53,14 +119,56 @@ void visitLeaves(V& v, T& x) {
     v.size(x.index());
     std::visit([&](auto& a) { visitLeaves(v, a); }, x);
   } else if constexpr (IsTupleLike<U>::value) {
-    std::apply([&](auto&... a) { (visitLeaves(v, a), ...); }, x);
+    size_t i = 0;
+    std::apply([&](auto&... a) { (visitPart(v, a, PathStep{{}, i++, false}), ...); }, x);
   } else if constexpr (std::is_aggregate_v<U> && std::is_class_v<U>) {
-    boost::pfr::for_each_field(x, [&](auto& field) { visitLeaves(v, field); });
+    boost::pfr::for_each_field(x, [&](auto& field, auto index) {
+      constexpr size_t I = decltype(index)::value;
+      std::string_view name;
+      if constexpr (TracksPaths<V>) name = fieldName<U, I>();
+      visitPart(v, field, PathStep{name, I, true});
+    });
   } else {
     static_assert(kAlwaysFalse<U>,
                   "radix: argument and result types may hold Tensors, numbers, enums, strings, Shapes, "
                   "std::array/vector/optional/variant/pair/tuple and plain structs of those");
   }
+}
+
+/// The name of top-level argument `i` in paths: "self" for the object of a member function
+/// compile, else "arg0", "arg1", ... counting the function's own parameters.
+std::string argumentName(size_t i, bool member);
+
+/// Builds the path of the current leaf: "self.layers[1].attn.wq".
+struct PathBuilder {
+  std::string path;
+  std::vector<size_t> marks;
+  void enter(const PathStep& step);
+  void leave() {
+    path.resize(marks.back());
+    marks.pop_back();
+  }
+};
+
+/// Paths of the Tensor leaves, in visiting order.
+struct TensorPaths : PathBuilder {
+  std::vector<std::string> out;
+  void tensor(const Tensor&) { out.push_back(path); }
+  template <class T> void value(const T&) {}
+  void size(size_t) {}
+};
+
+/// Paths of every Tensor leaf of `args...`: {"self.layers[0].w", ..., "arg0"}.
+template <class... Args>
+std::vector<std::string> tensorPaths(bool member, const Args&... args) {
+  TensorPaths paths;
+  size_t i = 0;
+  auto one = [&](const auto& a) {
+    paths.path = argumentName(i++, member);
+    visitLeaves(paths, a);
+  };
+  (one(args), ...);
+  return std::move(paths.out);
 }
 
 /// Deep hash of argument structures, stable across processes (XXH64 of a byte stream).
@@ -109,6 +217,43 @@ uint64_t hashArgs(const Args&... args) {
 struct ConstantHasher : Hasher {
   void tensor(const Tensor&) { size(0x7e); }
 };
+
+/// One compile-time constant of an argument structure, with its path (for errors naming it).
+struct ConstantLeaf {
+  std::string path;
+  bool isSize = false;  // a container size, an optional's presence or a variant's index
+  uint64_t value = 0;   // that number, or a hash of the value
+};
+
+/// The non-Tensor leaves and sizes of argument structures, with their paths.
+struct ConstantLeaves : PathBuilder {
+  std::vector<ConstantLeaf> out;
+  void tensor(const Tensor&) {}
+  template <class T>
+  void value(const T& x) {
+    Hasher h;
+    h.value(x);
+    out.push_back({path, false, h.digest()});
+  }
+  void size(size_t n) { out.push_back({path, true, n}); }
+};
+
+/// Constant leaves of `args...`, named as tensorPaths names Tensor leaves.
+template <class... Args>
+std::vector<ConstantLeaf> constantLeaves(bool member, const Args&... args) {
+  ConstantLeaves leaves;
+  size_t i = 0;
+  auto one = [&](const auto& a) {
+    leaves.path = argumentName(i++, member);
+    visitLeaves(leaves, a);
+  };
+  (one(args), ...);
+  return std::move(leaves.out);
+}
+
+/// "[exe] non-Tensor arguments ... differ from compile time: self.heads changed ..." naming the
+/// first constant that differs, or "" when none does.
+std::string describeConstantChange(const std::vector<ConstantLeaf>& compiled, const std::vector<ConstantLeaf>& now);
 
 /// Collects pointers to the Tensor leaves, in visiting order.
 struct TensorCollector {
