@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -212,12 +213,15 @@ std::string errorText(llvm::Error e) {
 class DumpInstrumentation : public mlir::PassInstrumentation {
  public:
   DumpInstrumentation(std::string dir, std::string regex, bool everyPass, int& counter)
-      : dir_(std::move(dir)), regex_(regex.empty() ? ".*" : regex), everyPass_(everyPass), index_(counter) {}
+      : dir_(std::move(dir)), everyPass_(everyPass), index_(counter) {
+    // Only when dumping: std::regex is slow to build (and races on the locale's narrow cache).
+    if (everyPass_ && !dir_.empty()) regex_.emplace(regex.empty() ? ".*" : regex);
+  }
   void runAfterPass(mlir::Pass* pass, mlir::Operation* op) override {
     ++index_;
     if (!everyPass_ || dir_.empty()) return;
     std::string arg = pass->getArgument().str();
-    if (!std::regex_search(arg, regex_)) return;
+    if (!regex_ || !std::regex_search(arg, *regex_)) return;
     char name[256];
     std::snprintf(name, sizeof name, "%03d_%s.mlir", index_, arg.empty() ? "pass" : arg.c_str());
     std::error_code ec;
@@ -246,7 +250,7 @@ class DumpInstrumentation : public mlir::PassInstrumentation {
 
  private:
   std::string dir_;
-  std::regex regex_;
+  std::optional<std::regex> regex_;
   bool everyPass_;
   int& index_;
 };
