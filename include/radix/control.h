@@ -95,7 +95,7 @@ std::vector<const Tensor*> tensorsOf(const S& s) {
 /// radix::whileLoop(x, [&](const Tensor& v) { return limit.sub(v).relu().convert(DType::bool_); },
 ///                  [](const Tensor& v) { return v.mulConstant(2); })  // {}:f32 -> {}:f32
 template <class S, class C, class B>
-S whileLoop(const S& init, const C& cond, const B& body, std::source_location loc = std::source_location::current()) {
+S whileLoop(const S& init, const C& cond, const B& body, Loc loc = Loc::current()) {
   static_assert(std::is_same_v<std::decay_t<std::invoke_result_t<const C&, const S&>>, Tensor>,
                 "radix::whileLoop: cond(const S&) must return a Tensor (a bool scalar)");
   static_assert(std::is_convertible_v<std::invoke_result_t<const B&, const S&>, S>,
@@ -117,7 +117,7 @@ S whileLoop(const S& init, const C& cond, const B& body, std::source_location lo
 /// radix::ifElse(odd, [&] { return x.mulConstant(3).addConstant(1); }, [&] { return x.div(two); })
 template <class T, class F>
 auto ifElse(const Tensor& pred, const T& onTrue, const F& onFalse,
-            std::source_location loc = std::source_location::current()) {
+            Loc loc = Loc::current()) {
   using S = std::decay_t<std::invoke_result_t<const T&>>;
   static_assert(std::is_same_v<S, std::decay_t<std::invoke_result_t<const F&>>>,
                 "radix::ifElse: both branches must return the same type");

@@ -20,7 +20,7 @@ struct RngDraw;
 /// them, so one state never yields the same numbers twice. Values are a deterministic function of
 /// the state and the shape; a default-constructed Rng is a shape-only placeholder for compile.
 struct Rng {
-  using Loc = std::source_location;
+  using Loc = radix::Loc;
 
   Tensor state = Tensor(stateShape());
 
@@ -73,6 +73,6 @@ struct SampledTokens {
 /// last axis; that axis is removed. Greedy draws nothing and returns `rng` unchanged.
 /// sampleTokens({b=4,voc=50257}, {.temperature = 0.7, .topK = 40, .topP = 0.9}, rng) -> {{b=4}:i32, rng'}
 SampledTokens sampleTokens(const Tensor& logits, const SamplingOptions& options, const Rng& rng,
-                           std::source_location loc = std::source_location::current());
+                           Loc loc = Loc::current());
 
 }  // namespace radix

@@ -393,7 +393,7 @@ RngDraw Rng::categorical(const Tensor& logits, Axis axis, Loc l) const {
   return RngDraw{noise.rng, c.wrap(argmaxAlong(c, loc, y, cs, ax, nullptr), out)};
 }
 
-SampledTokens sampleTokens(const Tensor& logits, const SamplingOptions& o, const Rng& rng, std::source_location l) {
+SampledTokens sampleTokens(const Tensor& logits, const SamplingOptions& o, const Rng& rng, Loc l) {
   const char* op = "sampleTokens";
   TraceContext& c = detail::currentTrace(op);
   const Shape& s = logits.shape();
