@@ -541,7 +541,13 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
 
   if (cache) {
     TraceEvent store("cache.store");
-    cache->store(debugText(), resultAlias, [&](const std::string& path) { engine->dumpToObjectFile(path); });
+    cache->store(debugText(), resultAlias, [&](const std::string& path) {
+      // LLVM registers the file in a process-wide remove-on-signal list that races between
+      // threads (ThreadSanitizer): one writer at a time.
+      static std::mutex objectWrite;
+      std::lock_guard<std::mutex> lock(objectWrite);
+      engine->dumpToObjectFile(path);
+    });
   }
 
   code.resultAlias = std::move(resultAlias);
