@@ -194,4 +194,22 @@ mlir::Value convertValue(TraceContext& c, mlir::Location loc, mlir::Value x, DTy
   return mlir::arith::ExtUIOp::create(b, loc, type, x);
 }
 
+mlir::Value generate(TraceContext& c, mlir::Location loc, const Shape& out,
+                     const std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, const std::vector<mlir::Value>&)>& body) {
+  auto& b = c.builder();
+  mlir::Value init = emptyLike(c, loc, out);
+  if (out.count() == 0) return init;
+  const unsigned n = static_cast<unsigned>(out.rank());
+  std::vector<mlir::utils::IteratorType> iters(n, mlir::utils::IteratorType::parallel);
+  auto generic = mlir::linalg::GenericOp::create(
+      b, loc, mlir::TypeRange{init.getType()}, mlir::ValueRange{}, mlir::ValueRange{init},
+      llvm::ArrayRef<mlir::AffineMap>{mlir::AffineMap::getMultiDimIdentityMap(n, &c.mlir())}, iters,
+      [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange) {
+        std::vector<mlir::Value> at;
+        for (unsigned i = 0; i < n; ++i) at.push_back(mlir::linalg::IndexOp::create(nb, nl, i));
+        mlir::linalg::YieldOp::create(nb, nl, body(nb, nl, at));
+      });
+  return generic.getResult(0);
+}
+
 }  // namespace radix::ops

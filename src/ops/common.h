@@ -1,5 +1,6 @@
 #pragma once
 // Private to src/ops: the helpers every op family uses to check inputs and emit MLIR values.
+#include <functional>
 #include <source_location>
 #include <string>
 #include <string_view>
@@ -45,6 +46,12 @@ Shape binaryShape(const char* op, const Shape& a, const Shape& b);
 mlir::Value operandAs(TraceContext& c, mlir::Location loc, const Tensor& t, const Shape& target, const char* op);
 /// Converts a value of `shape` from one dtype to another (floats to integers saturate).
 mlir::Value convertValue(TraceContext& c, mlir::Location loc, mlir::Value x, DType from, DType to, const Shape& shape);
+
+/// A linalg.generic that computes each element of `out` with `body`, given the result coordinates
+/// (linalg.index). Inputs are read with tensor.extract in the body, so no slice is ever copied as a
+/// strided memref (whose copy would need a runtime library call).
+mlir::Value generate(TraceContext& c, mlir::Location loc, const Shape& out,
+                     const std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, const std::vector<mlir::Value>&)>& body);
 
 /// Runs the ops a composite op is built from, renaming their errors after the op the user called:
 /// "[maximum] ..." from relu becomes "[relu] ...".

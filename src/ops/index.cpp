@@ -13,6 +13,19 @@ using namespace ops;
 
 namespace {
 
+/// The result shape of a gather-like op: at most rank 8, no tag twice. `what` says what made
+/// it: "indexing {voc=5,d=3}:f32 with {s=2}:i32".
+Shape resultShape(const char* op, const std::vector<int64_t>& dims, const std::vector<Tag>& tags, DType dtype,
+                  const std::string& what) {
+  if (dims.size() > static_cast<size_t>(Shape::kMaxRank))
+    throw opError(op, "result of " + what + " would have rank " + std::to_string(dims.size()));
+  for (size_t i = 0; i < tags.size(); ++i)
+    for (size_t j = i + 1; j < tags.size(); ++j)
+      if (!tags[i].empty() && tags[i] == tags[j])
+        throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of " + what);
+  return renamingErrors(op, [&] { return Shape(dims, dtype).withTags(tags); });
+}
+
 bool isIndexType(DType d) { return !isFloat(d) && d != DType::bool_; }
 
 /// An index value (any integer type) as `index`, clamped into [lo, hi].
@@ -109,13 +122,7 @@ GatherPlan planGather(const char* op, TraceContext& c, const Shape& x, const std
   }
   for (int64_t j = 0; j < is.rank(); ++j)
     if (p.batchOf[j] >= 0) p.resultOfIndex[j] = p.resultOfX[p.batchOf[j]];
-  if (dims.size() > static_cast<size_t>(Shape::kMaxRank))
-    throw opError(op, "result of indexing " + x.str() + " with " + is.str() + " would have rank " + std::to_string(dims.size()));
-  for (size_t i = 0; i < tags.size(); ++i)
-    for (size_t j = i + 1; j < tags.size(); ++j)
-      if (!tags[i].empty() && tags[i] == tags[j])
-        throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of indexing " + x.str() + " with " + is.str());
-  p.out = renamingErrors(op, [&] { return Shape(dims, x.dtype()).withTags(tags); });
+  p.out = resultShape(op, dims, tags, x.dtype(), "indexing " + x.str() + " with " + is.str());
   return p;
 }
 
@@ -218,40 +225,24 @@ Tensor Tensor::gatherSlices(const std::vector<std::pair<Axis, int64_t>>& sizes, 
   }
   for (int64_t j = 0; j < ss.rank(); ++j)
     if (batchOf[j] >= 0) resultOfStarts[j] = resultOfX[batchOf[j]];
-  if (dims.size() > static_cast<size_t>(Shape::kMaxRank))
-    throw opError(op, "result of slicing " + shape_.str() + " at " + ss.str() + " would have rank " + std::to_string(dims.size()));
-  for (size_t i = 0; i < tags.size(); ++i)
-    for (size_t j = i + 1; j < tags.size(); ++j)
-      if (!tags[i].empty() && tags[i] == tags[j])
-        throw opError(op, "tag " + quote(tags[i].name()) + " would name two axes of the result of slicing " + shape_.str() + " at " + ss.str());
-  Shape out = renamingErrors(op, [&] { return Shape(dims, dtype()).withTags(tags); });
+  Shape out = resultShape(op, dims, tags, dtype(), "slicing " + shape_.str() + " at " + ss.str());
   auto loc = c.loc(l, op);
-  auto& b = c.builder();
-  auto* ctx = &c.mlir();
-  mlir::Value init = emptyLike(c, loc, out);
-  if (out.count() == 0) return c.wrap(init, out);
-  const unsigned n = static_cast<unsigned>(out.rank());
-  std::vector<mlir::utils::IteratorType> iters(n, mlir::utils::IteratorType::parallel);
-  auto generic = mlir::linalg::GenericOp::create(
-      b, loc, mlir::TypeRange{init.getType()}, mlir::ValueRange{}, mlir::ValueRange{init},
-      llvm::ArrayRef<mlir::AffineMap>{mlir::AffineMap::getMultiDimIdentityMap(n, ctx)}, iters,
-      [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange) {
-        std::vector<mlir::Value> startCoords(ss.rank());
-        for (int64_t j = 0; j < ss.rank(); ++j)
-          if (j != coord) startCoords[j] = mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(resultOfStarts[j]));
-        std::vector<mlir::Value> coords(rank());
-        for (int64_t k = 0; k < rank(); ++k) coords[k] = mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(resultOfX[k]));
-        for (size_t i = 0; i < sliced.size(); ++i) {
-          const int64_t k = sliced[i];
-          startCoords[coord] = mlir::arith::ConstantIndexOp::create(nb, nl, static_cast<int64_t>(i));
-          mlir::Value s = mlir::tensor::ExtractOp::create(nb, nl, st, startCoords);
-          mlir::Value start = clampedIndex(nb, nl, s, ss.dtype(), 0, shape_.dim(k) - sliceSize[k]);
-          coords[k] = mlir::arith::AddIOp::create(nb, nl, start, coords[k]);
-        }
-        mlir::Value e = mlir::tensor::ExtractOp::create(nb, nl, x, coords);
-        mlir::linalg::YieldOp::create(nb, nl, e);
-      });
-  return c.wrap(generic.getResult(0), out);
+  mlir::Value r = generate(c, loc, out, [&](mlir::OpBuilder& nb, mlir::Location nl, const std::vector<mlir::Value>& at) {
+    std::vector<mlir::Value> startCoords(ss.rank());
+    for (int64_t j = 0; j < ss.rank(); ++j)
+      if (j != coord) startCoords[j] = at[resultOfStarts[j]];
+    std::vector<mlir::Value> coords(rank());
+    for (int64_t k = 0; k < rank(); ++k) coords[k] = at[resultOfX[k]];
+    for (size_t i = 0; i < sliced.size(); ++i) {
+      const int64_t k = sliced[i];
+      startCoords[coord] = mlir::arith::ConstantIndexOp::create(nb, nl, static_cast<int64_t>(i));
+      mlir::Value s = mlir::tensor::ExtractOp::create(nb, nl, st, startCoords);
+      mlir::Value start = clampedIndex(nb, nl, s, ss.dtype(), 0, shape_.dim(k) - sliceSize[k]);
+      coords[k] = mlir::arith::AddIOp::create(nb, nl, start, coords[k]);
+    }
+    return mlir::tensor::ExtractOp::create(nb, nl, x, coords).getResult();
+  });
+  return c.wrap(r, out);
 }
 
 Tensor Tensor::scatter(const std::vector<std::pair<Axis, Tensor>>& indices, const Tensor& updates, ScatterMode mode,
@@ -339,7 +330,6 @@ Tensor Tensor::dynamicSlice(const std::vector<std::pair<Axis, DynSlice>>& slices
   TraceContext& c = detail::currentTrace(op);
   mlir::Value x = c.value(*this, op);
   auto loc = c.loc(l, op);
-  auto& b = c.builder();
   std::vector<mlir::Value> offsets(rank());
   std::vector<int64_t> dims = shape_.dims();
   for (const auto& [axis, s] : slices) {
@@ -352,24 +342,15 @@ Tensor Tensor::dynamicSlice(const std::vector<std::pair<Axis, DynSlice>>& slices
   }
   Shape out = Shape(dims, dtype());
   for (int64_t i = 0; i < rank(); ++i) out = out.withTag(i, shape_.tag(i));
-  mlir::Value init = emptyLike(c, loc, out);
-  if (out.count() == 0) return c.wrap(init, out);
   // Read with tensor.extract rather than tensor.extract_slice: a strided slice copied out as a
   // memref would need a runtime library call.
-  const unsigned n = static_cast<unsigned>(out.rank());
-  std::vector<mlir::utils::IteratorType> iters(n, mlir::utils::IteratorType::parallel);
-  auto generic = mlir::linalg::GenericOp::create(
-      b, loc, mlir::TypeRange{init.getType()}, mlir::ValueRange{}, mlir::ValueRange{init},
-      llvm::ArrayRef<mlir::AffineMap>{mlir::AffineMap::getMultiDimIdentityMap(n, &c.mlir())}, iters,
-      [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange) {
-        std::vector<mlir::Value> at;
-        for (unsigned i = 0; i < n; ++i) {
-          mlir::Value idx = mlir::linalg::IndexOp::create(nb, nl, i);
-          at.push_back(offsets[i] ? mlir::arith::AddIOp::create(nb, nl, offsets[i], idx).getResult() : idx);
-        }
-        mlir::linalg::YieldOp::create(nb, nl, mlir::tensor::ExtractOp::create(nb, nl, x, at).getResult());
-      });
-  return c.wrap(generic.getResult(0), out);
+  mlir::Value r = generate(c, loc, out, [&](mlir::OpBuilder& nb, mlir::Location nl, const std::vector<mlir::Value>& at) {
+    std::vector<mlir::Value> coords(at);
+    for (size_t i = 0; i < coords.size(); ++i)
+      if (offsets[i]) coords[i] = mlir::arith::AddIOp::create(nb, nl, offsets[i], at[i]);
+    return mlir::tensor::ExtractOp::create(nb, nl, x, coords).getResult();
+  });
+  return c.wrap(r, out);
 }
 
 Tensor Tensor::dynamicSlice1d(Axis axis, const DynSlice& slice, Loc l) const {
