@@ -19,15 +19,7 @@ radix::Platform cpu(int threads) {
   return radix::Platform::cpu().withOptions(options);
 }
 
-template <class F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const radix::Error& e) {
-    return e.what();
-  }
-  return "(no radix::Error)";
-}
+using radix::testing::errorOf;
 
 size_t count(const std::string& text, const std::string& needle) {
   size_t n = 0;

@@ -19,15 +19,7 @@ Tensor f32(std::initializer_list<int64_t> dims, std::vector<float> v) {
   return Tensor::fromValues(cpu(), Shape(dims, DType::f32), v);
 }
 
-template <class F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const radix::Error& e) {
-    return e.what();
-  }
-  return "(no radix::Error)";
-}
+using radix::testing::errorOf;
 
 struct Attn {
   Tensor wq, wk;

@@ -22,15 +22,7 @@ size_t count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-template <class F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const radix::Error& e) {
-    return e.what();
-  }
-  return "(no radix::Error)";
-}
+using radix::testing::errorOf;
 
 // ---- FnCache ----
 

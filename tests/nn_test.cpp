@@ -34,15 +34,7 @@ Tensor make(const Shape& s, uint32_t seed) {
 }
 std::vector<double> host(const Tensor& t) { return t.toVector<double>(); }
 
-template <class F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const radix::Error& e) {
-    return e.what();
-  }
-  return "(no radix::Error)";
-}
+using radix::testing::errorOf;
 
 void expectNear(const Tensor& actual, const std::vector<double>& expected, double tol) {
   std::vector<float> e(expected.begin(), expected.end());

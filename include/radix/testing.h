@@ -17,6 +17,18 @@ auto compileAndCall(const Platform& platform, const F& fn, const Args&... args) 
   return compile(platform, fn, args...)(args...);
 }
 
+/// The message of the radix::Error that f() throws, or "(no radix::Error)".
+/// EXPECT_EQ(errorOf([&] { x.sum(5); }), "[sum] axis 5 out of range for {3}:f32")
+template <class F>
+std::string errorOf(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no radix::Error)";
+}
+
 /// Checks |a - b| <= tol * (1 + |b|) elementwise (GoogleTest failure otherwise).
 /// expectClose(y, {20, 0, 0}, 1e-3)
 inline void expectClose(const Tensor& actual, const std::vector<float>& expected, double tol) {
