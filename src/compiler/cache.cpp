@@ -81,6 +81,7 @@ std::string uniqueSuffix() {
 struct EntryCheck {
   std::string problem;
   std::vector<int32_t> resultAlias;
+  std::string object;
 };
 
 EntryCheck checkEntry(const fs::path& dir, const std::string& key, size_t numResults) {
@@ -93,7 +94,7 @@ EntryCheck checkEntry(const fs::path& dir, const std::string& key, size_t numRes
   if (meta.objectBytes != object.data->size() ||
       meta.objectXxh64 != hex16(XXH64(object.data->data(), object.data->size(), 0)))
     return {"corrupt (object checksum mismatch)", {}};
-  return {"", std::move(meta.resultAlias)};
+  return {"", std::move(meta.resultAlias), std::move(*object.data)};
 }
 
 void warn(const std::string& message) { std::fprintf(stderr, "radix: warning: %s\n", message.c_str()); }
@@ -205,7 +206,7 @@ std::optional<LoadedObject> CacheEntry::load(size_t numResults) {
   EntryCheck check = checkEntry(dir, hex16(key_), numResults);
   if (!check.problem.empty()) return reject(check.problem);
   std::string why;
-  auto loaded = loadObject((dir / kObject).string(), entryKeyText(key_, check.resultAlias), why);
+  auto loaded = loadObject(check.object, (dir / kObject).string(), entryKeyText(key_, check.resultAlias), why);
   if (!loaded) return reject(why);
   loaded->resultAlias = std::move(check.resultAlias);
   ++hits;

@@ -20,9 +20,11 @@ struct LoadedObject {
   std::vector<int32_t> resultAlias;
 };
 
-/// Loads a relocatable object into a fresh JIT, finds the packed entry, and checks that the
-/// object's `radix_entry_key` symbol holds `keyText` (compiler.cpp). On failure, says why.
-std::optional<LoadedObject> loadObject(const std::string& path, const std::string& keyText, std::string& why);
+/// Loads a relocatable object (the bytes of the file at `path`) into a fresh JIT, finds the packed
+/// entry, and checks that the object's `radix_entry_key` symbol holds `keyText` (compiler.cpp).
+/// On failure, says why.
+std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& path, const std::string& keyText,
+                                       std::string& why);
 
 /// Bytes of the `radix_entry_key` symbol every compiled object exports.
 constexpr size_t kEntryKeyBytes = 64;

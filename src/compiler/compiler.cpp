@@ -576,11 +576,11 @@ void checkTarget(const CompileOptions& options) {
   if (!options.targetCpu.empty() && !info->isCPUStringValid(options.targetCpu))
     throw Error("[compile] unknown target CPU \"" + options.targetCpu + "\" for " + triple +
                 ": `radix targets` lists the valid names (or llc-22 -mcpu=help)");
+  const auto features = info->getAllProcessorFeatures();
   std::stringstream ss(options.targetFeatures);
   for (std::string f; std::getline(ss, f, ',');) {
     if (f.empty()) continue;
     const std::string name = (f[0] == '+' || f[0] == '-') ? f.substr(1) : f;
-    const auto features = info->getAllProcessorFeatures();
     const bool known = std::any_of(features.begin(), features.end(), [&](const llvm::SubtargetFeatureKV& kv) {
       return name == kv.Key;
     });
@@ -617,16 +617,15 @@ namespace radix::detail {
 
 // ---- loading a cached object ----
 
-std::optional<LoadedObject> loadObject(const std::string& path, const std::string& keyText, std::string& why) {
+std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& path, const std::string& keyText,
+                                       std::string& why) {
   initLlvmOnce();
   auto fail = [&](std::string reason, llvm::Error e = llvm::Error::success()) -> std::optional<LoadedObject> {
     if (e) reason += ": " + errorText(std::move(e));
     why = std::move(reason);
     return std::nullopt;
   };
-  ReadResult bytes = readRegularFile(path, size_t{1} << 31);
-  if (!bytes.data) return fail("unusable (entry.o is " + bytes.problem + ")");
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(*bytes.data, path);
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(bytes, path);
   // Only a relocatable object of this machine's kind goes to the linker.
   auto parsed = llvm::object::ObjectFile::createObjectFile(buffer->getMemBufferRef());
   if (!parsed) return fail("corrupt (entry.o is no object file)", parsed.takeError());
