@@ -332,10 +332,10 @@ std::shared_ptr<Checkpoint::Impl> openIndex(const std::string& path) {
   std::vector<std::string> shards;  // in order of first mention
   std::map<std::string, size_t> shardIndex;
   for (auto& [name, file] : map->items()) {
-    if (!file.is_string()) throw Error(where + "\"weight_map\": " + json(name).dump() + " maps to " + file.dump() + ", not a file name");
+    if (!file.is_string()) throw Error(where + "\"weight_map\": " + quotedName(name) + " maps to " + file.dump() + ", not a file name");
     const std::string shard = file.get<std::string>();
     if (!safeShardName(shard))
-      throw Error(where + "\"weight_map\": " + json(name).dump() + " maps to " + json(shard).dump() +
+      throw Error(where + "\"weight_map\": " + quotedName(name) + " maps to " + quotedName(shard) +
                   ", not a file name inside the checkpoint's folder");
     if (shardIndex.emplace(shard, shards.size()).second) shards.push_back(shard);
   }
@@ -351,13 +351,13 @@ std::shared_ptr<Checkpoint::Impl> openIndex(const std::string& path) {
     auto it = impl->byName.find(name);
     if (it != impl->byName.end()) t = &impl->tensors[it->second];
     const std::string shardPath = (fs::path(impl->folder) / file.get<std::string>()).string();
-    if (!t) throw Error(where + "\"weight_map\": tensor " + json(name).dump() + " is not in " + shardPath);
+    if (!t) throw Error(where + "\"weight_map\": tensor " + quotedName(name) + " is not in " + shardPath);
     if (t->file != shardPath)
-      throw Error(where + "\"weight_map\": tensor " + json(name).dump() + " is listed in " + shardPath + " but stored in " + t->file);
+      throw Error(where + "\"weight_map\": tensor " + quotedName(name) + " is listed in " + shardPath + " but stored in " + t->file);
   }
   if (impl->tensors.size() != map->size())
     for (const TensorInfo& t : impl->tensors)
-      if (!map->contains(t.name)) throw Error(where + "\"weight_map\" does not list tensor " + json(t.name).dump() + " stored in " + t.file);
+      if (!map->contains(t.name)) throw Error(where + "\"weight_map\" does not list tensor " + quotedName(t.name) + " stored in " + t.file);
   return impl;
 }
 
