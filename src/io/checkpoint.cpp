@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -558,6 +559,12 @@ constexpr uint64_t kBarThreshold = uint64_t{64} << 20;
 }  // namespace
 
 ProgressBar::ProgressBar(Progress mode, uint64_t total) : total_(total) {
+  if (mode == Progress::automatic)
+    if (const char* env = std::getenv("RADIX_PROGRESS")) {
+      const std::string_view v(env);
+      if (v == "on" || v == "1") mode = Progress::on;
+      if (v == "off" || v == "0") mode = Progress::off;
+    }
   active_ = mode == Progress::on || (mode == Progress::automatic && total >= kBarThreshold && ::isatty(2));
   start_ = last_ = now();
 }
