@@ -288,3 +288,27 @@ TEST(IoGguf, ZeroTensorsAndEmptyTensorsAreValid) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(IoGguf, OpenSniffsTheFormatAndFindsGgufInFolders) {
+  TempDir dir("sniff");
+  const std::string gguf = Gguf().header(1, 1).kvString("general.architecture", "gpt2").tensor("w", {2}, 0, 0).align().raw(std::string(32, '\0')).out;
+  dir.write("model.bin.x", gguf);  // unknown extension: the magic decides
+  EXPECT_EQ(io::Checkpoint::open(dir / "model.bin.x").format(), "gguf");
+  dir.write("w.weights", safetensors({{"w", "F32", {1}, std::string(4, '\0')}}));
+  EXPECT_EQ(io::Checkpoint::open(dir / "w.weights").format(), "safetensors");
+  TempDir folder("gguf-folder");
+  folder.write("tiny.gguf", gguf);
+  io::Checkpoint ckpt = io::Checkpoint::open(folder.path.string());
+  EXPECT_EQ(ckpt.format(), "gguf");
+  EXPECT_EQ(ckpt.folder(), folder.path.string());
+  EXPECT_EQ(ckpt.meta("general.architecture")->asString(), "gpt2");
+  EXPECT_EQ(ckpt.find("w")->dims, std::vector<int64_t>{2});
+  folder.write("other.gguf", gguf);
+  EXPECT_NE(errorOf([&] { io::Checkpoint::open(folder.path.string()); }).find("found 2 candidates"), std::string::npos);
+  dir.write("x.pt", "PK");
+  EXPECT_NE(errorOf([&] { io::Checkpoint::open(dir / "x.pt"); }).find("only safetensors and GGUF are supported"), std::string::npos);
+}
+
+}  // namespace
