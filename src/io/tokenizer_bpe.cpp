@@ -245,6 +245,7 @@ class Bpe final : public Tokenizer::Impl {
     bos = spec.bos;
     eos = spec.eos;
     bytes_.resize(texts.size());
+    ids.reserve(texts.size());
     for (size_t id = 0; id < texts.size(); ++id) {
       const std::string& text = texts[id];
       if (text.empty()) continue;
@@ -260,15 +261,17 @@ class Bpe final : public Tokenizer::Impl {
       byteIds_[b] = it == ids.end() ? -1 : it->second;
     }
     merges_.reserve(spec.merges.size());
+    std::string joined;
     for (size_t rank = 0; rank < spec.merges.size(); ++rank) {
       const auto& [a, b] = spec.merges[rank];
+      joined.assign(a).append(b);
       const auto lookup = [&](const std::string& text) {
         auto it = ids.find(text);
         if (it == ids.end())
           fail("[tokenizer] " + origin_ + ": merge " + std::to_string(rank) + " (\"" + a + " " + b + "\") names \"" + text + "\", which is not in the vocabulary");
         return it->second;
       };
-      const int32_t left = lookup(a), right = lookup(b), merged = lookup(a + b);
+      const int32_t left = lookup(a), right = lookup(b), merged = lookup(joined);
       // The first (lowest) rank of a pair wins, as when HF builds its merge map.
       merges_.emplace(key(left, right), Merge{static_cast<int32_t>(rank), merged});
     }
