@@ -312,3 +312,50 @@ TEST(IoGguf, OpenSniffsTheFormatAndFindsGgufInFolders) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(IoGguf, VocabularyFromMetadata) {
+  TempDir dir("vocab");
+  ASSERT_EQ(python(dir, R"(
+w = GGUFWriter()
+w.add("general.architecture", "gpt2")
+w.add("tokenizer.ggml.model", "gpt2"); w.add("tokenizer.ggml.pre", "gpt2")
+w.add("tokenizer.ggml.tokens", ["a", "b", "ab", "\u0120", "<|endoftext|>"])
+w.add("tokenizer.ggml.token_type", Value("ARRAY", [1, 1, 1, 1, 3], elem="INT32"))
+w.add("tokenizer.ggml.merges", ["a b"])
+w.add("tokenizer.ggml.bos_token_id", Value("UINT32", 4)); w.add("tokenizer.ggml.eos_token_id", Value("UINT32", 4))
+w.write(")" + (dir / "v.gguf") + R"(")
+b = GGUFWriter()
+b.add("tokenizer.ggml.model", "llama"); b.add("tokenizer.ggml.tokens", ["<unk>", "a"])
+b.add("tokenizer.ggml.scores", Value("ARRAY", [0.0], elem="FLOAT32"))
+b.write(")" + (dir / "bad.gguf") + R"(")
+c = GGUFWriter()
+c.add("tokenizer.ggml.model", "llama"); c.add("tokenizer.ggml.tokens", ["<unk>", "a"])
+c.add("tokenizer.ggml.eos_token_id", Value("UINT32", 2))
+c.write(")" + (dir / "range.gguf") + "\")\n"),
+            0)
+      << readFile(dir / "gen.log");
+  const radix::VocabSpec spec = io::vocabFromGguf(io::Checkpoint::open(dir / "v.gguf"));
+  EXPECT_EQ(spec.model, "gpt2");
+  EXPECT_EQ(spec.pre, "gpt2");
+  EXPECT_EQ(spec.tokens, (std::vector<std::string>{"a", "b", "ab", "\xc4\xa0", "<|endoftext|>"}));
+  EXPECT_EQ(spec.types, (std::vector<int32_t>{1, 1, 1, 1, 3}));
+  EXPECT_EQ(spec.merges, std::vector<std::string>{"a b"});
+  EXPECT_TRUE(spec.scores.empty());
+  EXPECT_EQ(spec.bos, 4);
+  EXPECT_EQ(spec.eos, 4);
+  EXPECT_EQ(spec.unk, -1);
+  radix::Tokenizer tok = radix::Tokenizer::fromVocab(spec);
+  EXPECT_EQ(tok.vocabSize(), 5);
+  EXPECT_EQ(tok.encode("ab"), std::vector<int32_t>{2});
+  EXPECT_EQ(errorOf([&] { io::vocabFromGguf(io::Checkpoint::open(dir / "bad.gguf")); }),
+            "[gguf] " + (dir / "bad.gguf") + ": tokenizer.ggml.scores has 1 values for 2 tokens");
+  EXPECT_EQ(errorOf([&] { io::vocabFromGguf(io::Checkpoint::open(dir / "range.gguf")); }),
+            "[gguf] " + (dir / "range.gguf") + ": tokenizer.ggml.eos_token_id = 2 is out of range for 2 tokens");
+  const std::string st = safetensors({});
+  EXPECT_NE(errorOf([&] { io::vocabFromGguf(io::Checkpoint::fromSafetensorsBytes(span(st), "s")); }).find("not a GGUF checkpoint"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -769,4 +769,51 @@ ModelConfig readModelConfig(const Checkpoint& checkpoint) {
   return c;
 }
 
+// ---------------------------------------------------------------------------------------------
+// GGUF vocabularies
+
+VocabSpec vocabFromGguf(const Checkpoint& checkpoint) {
+  const std::string where = "[gguf] " + (checkpoint.impl()->sources.empty() ? checkpoint.folder() : checkpoint.impl()->sources[0].label) + ": ";
+  if (checkpoint.format() != "gguf") throw Error(where + "not a GGUF checkpoint: its vocabulary is in tokenizer files");
+  auto need = [&](const char* key) -> const MetaValue& {
+    const MetaValue* v = checkpoint.meta(key);
+    if (!v) throw Error(where + "missing key \"" + std::string(key) + "\"");
+    return *v;
+  };
+  VocabSpec spec;
+  spec.model = need("tokenizer.ggml.model").asString();
+  const MetaValue* pre = checkpoint.meta("tokenizer.ggml.pre");
+  spec.pre = pre ? pre->asString() : "default";
+  spec.tokens = need("tokenizer.ggml.tokens").asStrings();
+  const size_t n = spec.tokens.size();
+  if (n > static_cast<size_t>(INT32_MAX)) throw Error(where + "tokenizer.ggml.tokens: more than 2^31 tokens");
+  if (const MetaValue* scores = checkpoint.meta("tokenizer.ggml.scores")) {
+    for (double x : scores->asFloats()) spec.scores.push_back(static_cast<float>(x));
+    if (spec.scores.size() != n)
+      throw Error(where + "tokenizer.ggml.scores has " + std::to_string(spec.scores.size()) + " values for " + std::to_string(n) + " tokens");
+  }
+  if (const MetaValue* types = checkpoint.meta("tokenizer.ggml.token_type")) {
+    for (int64_t t : types->asInts()) {
+      if (t < 0 || t > 6) throw Error(where + "tokenizer.ggml.token_type holds " + std::to_string(t) + ", not a token type (0..6)");
+      spec.types.push_back(static_cast<int32_t>(t));
+    }
+    if (spec.types.size() != n)
+      throw Error(where + "tokenizer.ggml.token_type has " + std::to_string(spec.types.size()) + " values for " + std::to_string(n) + " tokens");
+  }
+  if (const MetaValue* merges = checkpoint.meta("tokenizer.ggml.merges")) spec.merges = merges->asStrings();
+  auto id = [&](const char* key, int32_t& out) {
+    const MetaValue* v = checkpoint.meta(key);
+    if (!v) return;
+    const int64_t i = v->asInt();
+    if (i < 0 || static_cast<uint64_t>(i) >= n)
+      throw Error(where + key + " = " + std::to_string(i) + " is out of range for " + std::to_string(n) + " tokens");
+    out = static_cast<int32_t>(i);
+  };
+  id("tokenizer.ggml.bos_token_id", spec.bos);
+  id("tokenizer.ggml.eos_token_id", spec.eos);
+  id("tokenizer.ggml.unknown_token_id", spec.unk);
+  if (const MetaValue* space = checkpoint.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = space->asBool();
+  return spec;
+}
+
 }  // namespace radix::io

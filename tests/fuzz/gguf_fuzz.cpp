@@ -35,6 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)radix::io::readModelConfig(ckpt);
     } catch (const radix::Error&) {
     }
+    try {
+      (void)radix::io::vocabFromGguf(ckpt);
+    } catch (const radix::Error&) {
+    }
     (void)sum;
   } catch (const radix::Error&) {
   }
