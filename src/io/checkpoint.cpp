@@ -493,6 +493,56 @@ void prefault(const uint8_t* p, size_t n) {
   (void)sink;
 }
 
+template <DType From>
+float readElement(const uint8_t* src, size_t i) {
+  if constexpr (From == DType::f32) {
+    float x;
+    std::memcpy(&x, src + 4 * i, 4);
+    return x;
+  } else {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    return From == DType::f16 ? radix::detail::halfToFloat(h) : radix::detail::bf16ToFloat(h);
+  }
+}
+
+template <DType To>
+void writeElement(uint8_t* dst, size_t i, float x) {
+  if constexpr (To == DType::f32) {
+    std::memcpy(dst + 4 * i, &x, 4);
+  } else {
+    const uint16_t h = To == DType::f16 ? radix::detail::floatToHalf(x) : radix::detail::floatToBf16(x);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+template <DType From, DType To>
+void convertRange(const uint8_t* src, uint8_t* dst, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) writeElement<To>(dst, i, readElement<From>(src, i));
+}
+
+/// The common conversions among f32, f16 and bf16 without the generic double path; false for
+/// other pairs. `src` may be unaligned.
+bool convertHalves(DType from, DType to, const uint8_t* src, uint8_t* dst, size_t n, ProgressBar* bar) {
+  using Fn = void (*)(const uint8_t*, uint8_t*, size_t, size_t);
+  Fn fn = nullptr;
+  constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  if (from == f32 && to == f16) fn = convertRange<f32, f16>;
+  if (from == f32 && to == bf16) fn = convertRange<f32, bf16>;
+  if (from == f16 && to == f32) fn = convertRange<f16, f32>;
+  if (from == bf16 && to == f32) fn = convertRange<bf16, f32>;
+  if (from == f16 && to == bf16) fn = convertRange<f16, bf16>;
+  if (from == bf16 && to == f16) fn = convertRange<bf16, f16>;
+  if (!fn) return false;
+  constexpr size_t kChunk = 1 << 16;
+  for (size_t k = 0; k < n; k += kChunk) {
+    const size_t m = std::min(kChunk, n - k);
+    fn(src, dst, k, k + m);
+    if (bar) bar->advance(m * sizeOf(from));
+  }
+  return true;
+}
+
 Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar) {
   const TensorInfo& t = impl.tensors[i];
   const std::string what = "tensor \"" + t.name + "\" (" + t.type + " " + dimsStr(t.dims) + ")";
@@ -523,19 +573,25 @@ Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform,
     throw Error("[checkpoint] " + what + " cannot be loaded as " + std::string(name(to)) +
                 " (conversions are among f16, bf16, f32 and f64)");
   const Shape shape(t.dims, to);
-  std::vector<uint8_t> out(shape.byteSize());
-  constexpr size_t kChunk = 1 << 16;
-  std::vector<double> values(kChunk);
-  std::vector<uint8_t> aligned(kChunk * 8);
-  const size_t n = static_cast<size_t>(stored.count());
-  for (size_t k = 0; k < n; k += kChunk) {
-    const size_t m = std::min(kChunk, n - k);
-    std::memcpy(aligned.data(), data + k * sizeOf(from), m * sizeOf(from));  // any alignment
-    radix::detail::decodeValues<double>(from, aligned.data(), values.data(), m);
-    radix::detail::encodeValues<double>(to, values.data(), out.data() + k * sizeOf(to), m);
-    if (bar) bar->advance(m * sizeOf(from));
+  // The converted copy is owned by the tensor itself (no zero fill, no second copy).
+  std::shared_ptr<uint8_t> owned(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(64, (shape.byteSize() + 63) / 64 * 64))),
+                                 std::free);
+  if (!owned) throw Error("[checkpoint] out of memory converting " + what + " to " + std::string(name(to)));
+  uint8_t* out = owned.get();
+  if (!convertHalves(from, to, data, out, static_cast<size_t>(stored.count()), bar)) {
+    constexpr size_t kChunk = 1 << 16;
+    std::vector<double> values(kChunk);
+    std::vector<uint8_t> aligned(kChunk * 8);
+    const size_t n = static_cast<size_t>(stored.count());
+    for (size_t k = 0; k < n; k += kChunk) {
+      const size_t m = std::min(kChunk, n - k);
+      std::memcpy(aligned.data(), data + k * sizeOf(from), m * sizeOf(from));  // any alignment
+      radix::detail::decodeValues<double>(from, aligned.data(), values.data(), m);
+      radix::detail::encodeValues<double>(to, values.data(), out + k * sizeOf(to), m);
+      if (bar) bar->advance(m * sizeOf(from));
+    }
   }
-  return Tensor::fromBytes(platform, shape, out.data(), out.size());
+  return Tensor::fromExternal(platform, shape, out, std::move(owned));
 }
 }  // namespace
 
