@@ -359,3 +359,42 @@ c.write(")" + (dir / "range.gguf") + "\")\n"),
 }
 
 }  // namespace
+
+namespace {
+
+struct GgufBlock {
+  Tensor attn_q;
+};
+struct GgufModel {
+  Tensor token_embd;
+  std::vector<GgufBlock> blk;
+};
+
+TEST(IoGguf, LoadIntoWithLlamaCppNames) {
+  // ne = {4, 3} is a row-major {3, 4} tensor; the model names leaves after llama.cpp's tensors.
+  std::vector<float> embd(12), q(16);
+  for (int i = 0; i < 12; ++i) embd[i] = static_cast<float>(i);
+  for (int i = 0; i < 16; ++i) q[i] = -static_cast<float>(i);
+  const std::string file = Gguf()
+                               .header(2, 0)
+                               .tensor("token_embd.weight", {4, 3}, 0, 0)
+                               .tensor("blk.0.attn_q.weight", {4, 4}, 1, 64)
+                               .align()
+                               .raw(raw(embd))
+                               .align()
+                               .raw(raw(Tensor::fromValues(cpu(), Shape({16}, DType::f16), q).toBytes()))
+                               .out;
+  io::Checkpoint ckpt = io::Checkpoint::fromGgufBytes(span(file), "llama.gguf");
+  GgufModel m{Tensor(Shape({3, 4}, DType::f32).withTags({"voc", "d"})), {{Tensor(Shape({4, 4}, DType::f32).withTags({"out", "in"}))}}};
+  io::LoadSpec spec;
+  spec.rename = [](std::string_view path) { return io::defaultStoredName(path) + ".weight"; };
+  spec.dtype = DType::f32;
+  io::loadInto(cpu(), m, ckpt, spec);
+  EXPECT_EQ(m.token_embd.shape().str(), "{voc=3,d=4}:f32");
+  EXPECT_EQ(m.token_embd.bufferAddress(), ckpt.bytes("token_embd.weight").data());  // zero-copy
+  radix::testing::expectClose(m.token_embd, embd, 0);
+  EXPECT_EQ(m.blk[0].attn_q.shape().str(), "{out=4,in=4}:f32");  // f16 converted
+  radix::testing::expectClose(m.blk[0].attn_q, q, 0);
+}
+
+}  // namespace
