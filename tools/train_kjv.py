@@ -46,7 +46,7 @@ try:  # Debian's python3-regex: \p{L} and \p{N} exactly as HF tokenizers (Onigur
       r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
 except ImportError:  # `re` fallback: exact on ASCII text (all of the KJV), approximate elsewhere.
   GPT2_SPLIT = re.compile(
-      r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+|_+""")
+      r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+""")
 
 EOT = "<|endoftext|>"
 
