@@ -2,7 +2,7 @@
 """Writes the starting seeds of the loader fuzz targets (small, valid files of every feature):
 tests/fuzz/make_seeds.py DIR writes DIR/safetensors/* and DIR/gguf/*. The committed corpora
 (tests/fuzz/safetensors, tests/fuzz/gguf) are these seeds after a fuzzing session and a set-cover
-merge (README, robustness)."""
+merge (README, robustness): writing the seeds there again only adds files."""
 import hashlib
 import json
 import os
