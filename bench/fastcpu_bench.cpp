@@ -216,6 +216,14 @@ struct Options {
 
 double now() { return bench::wallSeconds(); }
 
+/// /proc/loadavg's first three fields and a newline: other jobs on the machine skew the figures.
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c + " (" + std::to_string(std::thread::hardware_concurrency()) + " CPUs)\n";
+}
+
 std::string selfDir() {
   std::error_code ec;
   return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
@@ -577,6 +585,7 @@ class Driver {
     std::printf("n/a: the implementation has no such kernel or is missing (--verbose says why); skip: predicted to take"
                 " > %.0f s per call; >Ns: killed after N s; *: one rep only\n",
                 options_.maxCall);
+    std::printf("load average at the start: %s", loadAverage().c_str());
     for (int t : options_.threads) printInfo(t);
     std::printf("\n%-2s %-28s %-7s %9s %9s %9s %9s %9s  %-17s %-10s %s\n", "T", "figure", "unit", "radix", "onednn",
                 "openblas", "torch", "triad", "radix/best peer", "radix/triad", "check (radix vs reference)");
@@ -585,6 +594,7 @@ class Driver {
     for (const FigureSpec& f : chosen)
       for (int t : options_.threads) wrong += measureFigure(f, t);
     printThreadSummary(chosen);
+    std::printf("load average at the end: %s", loadAverage().c_str());
     if (wrong) std::printf("\n%d result(s) WRONG\n", wrong);
     return wrong ? 1 : 0;
   }
@@ -820,7 +830,7 @@ class Driver {
       }
     }
     std::printf("%-2d %-28s %-7s %9s %9s %9s %9s %9s  %-17s %-10s %s\n", threads, f.name.c_str(), f.gemm ? "GFLOP/s" : "GB/s",
-                cell(isTriad ? "triad" : "radix").c_str(), cell("onednn").c_str(), cell("openblas").c_str(),
+                isTriad ? "-" : cell("radix").c_str(), cell("onednn").c_str(), cell("openblas").c_str(),
                 cell("torch").c_str(), f.gemm ? "-" : cell("triad").c_str(), ratio, roof, check.c_str());
     if (options_.verbose)
       for (const auto& name : names) {
