@@ -51,6 +51,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "bench_worker.h"
@@ -144,8 +146,19 @@ __attribute__((noinline)) void triadKernel(float* __restrict a, const float* __r
 
 class TriadBackend : public bench::Backend {
  public:
-  explicit TriadBackend(int threads) : threads_(std::max(1, threads)) {}
-  ~TriadBackend() override { release(); }
+  explicit TriadBackend(int threads) : threads_(std::max(1, threads)) {
+    for (int t = 1; t < threads_; ++t) pool_.emplace_back([this, t] { serveThread(t); });
+  }
+  ~TriadBackend() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      quit_ = true;
+      ++generation_;
+    }
+    wake_.notify_all();
+    for (auto& th : pool_) th.join();
+    release();
+  }
 
   std::string info() override { return "STREAM triad, " + std::to_string(threads_) + " std::threads, -O3 -march=native"; }
 
@@ -175,15 +188,39 @@ class TriadBackend : public bench::Backend {
   std::vector<float> output() override { return std::vector<float>(a_, a_ + n_); }
 
  private:
+  // A persistent pool (threads sleep on a condition variable between calls, so that they neither
+  // spin while other workers run nor vanish before the driver counts the threads that ran).
+  std::pair<size_t, size_t> range(int t) const {
+    const size_t chunk = (n_ / threads_ + 15) / 16 * 16;
+    return {std::min(n_, chunk * t), t == threads_ - 1 ? n_ : std::min(n_, chunk * (t + 1))};
+  }
   void parallel(const std::function<void(size_t, size_t)>& body) {
-    auto range = [&](int t) {
-      const size_t chunk = (n_ / threads_ + 15) / 16 * 16;
-      return std::pair<size_t, size_t>(std::min(n_, chunk * t), t == threads_ - 1 ? n_ : std::min(n_, chunk * (t + 1)));
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads_; ++t) pool.emplace_back([&, t] { body(range(t).first, range(t).second); });
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      body_ = &body;
+      pending_ = threads_ - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
     body(range(0).first, range(0).second);
-    for (auto& th : pool) th.join();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+  }
+  void serveThread(int t) {
+    uint64_t seen = 0;
+    while (true) {
+      const std::function<void(size_t, size_t)>* body;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (quit_) return;
+        body = body_;
+      }
+      (*body)(range(t).first, range(t).second);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
   }
   void release() {
     std::free(a_);
@@ -195,6 +232,13 @@ class TriadBackend : public bench::Backend {
   int threads_;
   size_t n_ = 0;
   float *a_ = nullptr, *b_ = nullptr, *c_ = nullptr;
+  std::vector<std::thread> pool_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(size_t, size_t)>* body_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool quit_ = false;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -221,7 +265,10 @@ std::string loadAverage() {
   std::ifstream in("/proc/loadavg");
   std::string a, b, c;
   in >> a >> b >> c;
-  return a + " " + b + " " + c + " (" + std::to_string(std::thread::hardware_concurrency()) + " CPUs)\n";
+  const unsigned cpus = std::thread::hardware_concurrency();
+  std::string out = a + " " + b + " " + c + " (" + std::to_string(cpus) + " CPUs)";
+  if (std::atof(a.c_str()) > cpus - 0.5) out += ": BUSY MACHINE, the figures (2-thread ones most) are not representative";
+  return out + "\n";
 }
 
 std::string selfDir() {
@@ -246,6 +293,18 @@ long long processTicks(pid_t pid) {
     }
   }
   return utime + stime;
+}
+
+/// utime + stime of each thread of a process, by thread id (a thread whose count grows ran).
+std::map<long, long long> taskTicks(pid_t pid) {
+  std::map<long, long long> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    const std::string tid = entry.path().filename().string();
+    const long long ticks = processTicks(static_cast<pid_t>(std::atol(tid.c_str())));
+    if (ticks >= 0) out[std::atol(tid.c_str())] = ticks;
+  }
+  return out;
 }
 
 /// A child process speaking bench_worker.h's protocol.
@@ -457,6 +516,7 @@ struct Measure {
   std::string text;  // "n/a", "skip", ">60s" when there is no time
   double seconds = 0;
   double cpu = 0;
+  int threads = 0;  // most threads seen using CPU in one rep
   int reps = 0;
   std::string note;
   std::string dump;
@@ -681,7 +741,8 @@ class Driver {
         m.note = setup ? setup->substr(std::min<size_t>(3, setup->size())) : w->failure();
         continue;
       }
-      const std::string rateKey = name + "@" + std::to_string(threads) + ":" + figure.kind + ":" + figure.dtype;
+      // The best rate seen for this kind and dtype, at any thread count, predicts this call.
+      const std::string rateKey = name + ":" + figure.kind + ":" + figure.dtype;
       if (rates_.count(rateKey) && work / rates_[rateKey] > options_.maxCall) {
         m.text = "skip";
         m.note = "predicted " + std::to_string(static_cast<int>(work / rates_[rateKey])) + " s per call";
@@ -691,14 +752,15 @@ class Driver {
       if (!t) {
         m.text = w->takeTimedOut() ? ">" + std::to_string(static_cast<int>(options_.maxCall)) + "s" : "n/a";
         m.note = w->failure();
-        rates_[rateKey] = work / (options_.maxCall + 5);
+        rates_[rateKey] = std::max(rates_[rateKey], work / (options_.maxCall + 5));
         continue;
       }
-      m.seconds = t->first;
-      m.cpu = t->second;
+      m.seconds = t->wall;
+      m.cpu = t->cpu;
+      m.threads = t->threads;
       m.reps = 1;  // the warm-up stands in until a timed rep is faster
-      const int iters = static_cast<int>(std::clamp(std::ceil(options_.minRep / t->first), 1.0, 100000.0));
-      live.push_back({w, work, t->first, iters, t->first > options_.cap ? options_.cap : 0.0});
+      const int iters = static_cast<int>(std::clamp(std::ceil(options_.minRep / t->wall), 1.0, 100000.0));
+      live.push_back({w, work, t->wall, iters, t->wall > options_.cap ? options_.cap : 0.0});
     }
     // Interleaved rounds; a worker whose reps used up the cap stops (it keeps at least one rep).
     std::map<std::string, int> timedReps;
@@ -712,17 +774,19 @@ class Driver {
           m.note = l.w->failure();
           continue;
         }
-        l.spent += t->first * l.iters;
-        if (timedReps[l.w->name()]++ == 0 || t->first < m.seconds) {  // the first timed rep replaces the warm-up
-          m.seconds = t->first;
-          m.cpu = t->second;
+        l.spent += t->wall * l.iters;
+        if (timedReps[l.w->name()]++ == 0 || t->wall < m.seconds) {  // the first timed rep replaces the warm-up
+          m.seconds = t->wall;
+          m.cpu = t->cpu;
         }
+        m.threads = std::max(m.threads, t->threads);
         m.reps = timedReps[l.w->name()];
       }
     }
     for (auto& l : live) {
       Measure& m = results[l.w->name()];
-      rates_[l.w->name() + "@" + std::to_string(threads) + ":" + figure.kind + ":" + figure.dtype] = l.work / m.seconds;
+      double& rate = rates_[l.w->name() + ":" + figure.kind + ":" + figure.dtype];
+      rate = std::max(rate, l.work / m.seconds);
       if (!l.w->alive()) continue;
       const std::string path = tmp_ + "/" + l.w->name() + ".out";
       const auto dumped = l.w->request("dump " + path, 120);
@@ -737,16 +801,28 @@ class Driver {
     return wrong;
   }
 
-  /// One rep of `iters` calls: (wall seconds per call, cpu seconds per call), or nullopt.
-  std::optional<std::pair<double, double>> timed(Worker& w, int iters, double timeout) {
+  struct Rep {
+    double wall;  // seconds per call
+    double cpu;   // process CPU seconds per call
+    int threads;  // threads of the worker that used CPU during the rep
+  };
+
+  /// One rep of `iters` calls, or nullopt.
+  std::optional<Rep> timed(Worker& w, int iters, double timeout) {
+    const std::map<long, long long> before = taskTicks(w.pid());
     const auto reply = w.request("run " + std::to_string(iters), timeout);
+    const std::map<long, long long> after = w.alive() ? taskTicks(w.pid()) : std::map<long, long long>{};
     if (w.threads() > 1) w.settle();
     if (!reply || reply->rfind("time ", 0) != 0) return std::nullopt;
     std::istringstream in(reply->substr(5));
-    double wall = 0, cpu = 0;
-    in >> wall >> cpu;
-    if (!(wall > 0)) return std::nullopt;
-    return std::make_pair(wall, cpu);
+    Rep rep{0, 0, 0};
+    in >> rep.wall >> rep.cpu;
+    if (!(rep.wall > 0)) return std::nullopt;
+    for (const auto& [tid, ticks] : after) {
+      auto it = before.find(tid);
+      rep.threads += ticks > (it == before.end() ? 0 : it->second);
+    }
+    return rep;
   }
 
   int printLine(const FigureSpec& f, const Figure& figure, int threads, const std::vector<std::string>& names,
@@ -836,8 +912,8 @@ class Driver {
       for (const auto& name : names) {
         const Measure& m = results[name];
         if (!m.note.empty() || m.ok())
-          std::printf("   %-8s reps %d cpu/wall %.2f %s\n", name.c_str(), m.reps, m.ok() ? m.cpu / m.seconds : 0.0,
-                      m.note.c_str());
+          std::printf("   %-8s reps %d threads %d cpu/wall %.2f %s\n", name.c_str(), m.reps, m.threads,
+                      m.ok() ? m.cpu / m.seconds : 0.0, m.note.c_str());
       }
     std::fflush(stdout);
     return wrong;
@@ -848,7 +924,10 @@ class Driver {
   void printThreadSummary(const std::vector<FigureSpec>& chosen) {
     if (options_.threads.size() < 2) return;
     const int t1 = options_.threads.front(), t2 = options_.threads.back();
-    std::printf("\nthreads: speedup T=%d over T=%d, and cpu/wall at T=%d (~%d when %d threads ran)\n", t2, t1, t2, t2, t2);
+    std::printf("\nthreads: speedup of T=%d over T=%d (threads that used CPU in a rep at T=%d->T=%d, from"
+                " /proc/PID/task/*/stat;\n  cpu/wall = process CPU time / wall time of the best rep, ~T on an idle"
+                " machine)\n",
+                t2, t1, t1, t2);
     for (const FigureSpec& f : chosen) {
       auto it = measured_.find(f.name);
       if (it == measured_.end()) continue;
@@ -856,8 +935,9 @@ class Driver {
       for (const auto& name : {"radix", "onednn", "openblas", "torch", "triad"}) {
         const auto a = it->second[t1].find(name), b = it->second[t2].find(name);
         if (a == it->second[t1].end() || b == it->second[t2].end()) continue;
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "  %s %.2fx (cpu/wall %.2f)", name, a->second.seconds / b->second.seconds,
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "  %s %.2fx (%d->%d, %.2f->%.2f)", name, a->second.seconds / b->second.seconds,
+                      a->second.threads, b->second.threads, a->second.cpu / a->second.seconds,
                       b->second.cpu / b->second.seconds);
         line += buf;
       }
@@ -868,7 +948,7 @@ class Driver {
   Options options_;
   std::string tmp_;
   std::map<std::string, std::unique_ptr<Worker>> workers_;
-  std::map<std::string, double> rates_;  // work per second, by worker@threads:kind:dtype
+  std::map<std::string, double> rates_;  // best work per second, by worker:kind:dtype
   std::map<std::string, std::vector<double>> references_;
   std::map<std::string, std::map<int, std::map<std::string, Measure>>> measured_;
 };

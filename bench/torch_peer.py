@@ -99,9 +99,12 @@ class Peer:
 
 
 def info():
+    config = torch.__config__.show()
+    capability = next((line.split(":", 1)[1].strip() for line in config.splitlines() if "CPU capability" in line), "?")
+    with open("/proc/self/maps") as f:  # which BLAS the process really loaded (Debian's torch: BLAS_INFO=generic)
+        blas = sorted({line.split()[-1].rsplit("/", 1)[-1] for line in f if "blas" in line.split()[-1]})
     return (f"torch {torch.__version__} set_num_threads={args.threads} get_num_threads={torch.get_num_threads()} "
-            f"mkldnn={torch.backends.mkldnn.is_available()} "
-            f"blas={'openblas' if 'openblas' in torch.__config__.show().lower() else 'see torch.__config__.show()'}")
+            f"mkldnn={torch.backends.mkldnn.is_available()} cpu_capability={capability} blas={','.join(blas) or '?'}")
 
 
 def main():
