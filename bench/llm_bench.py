@@ -207,6 +207,10 @@ def main():
                 lines.append(line)
             if radix_err and not radix_rows:
                 print(f"    radix: n/a ({radix_err})")
+            for test, (_, _, fields) in radix_rows.items():
+                if fields["dtype"] != dtype or int(fields["threads"]) != t:
+                    print(f"    warning: radix's {test} row says dtype {fields['dtype']}, threads {fields['threads']};"
+                          f" asked for {dtype}, {t}")
             if torch_err and not torch_rows and not a.no_torch:
                 print(f"    torch: n/a ({torch_err})")
     end_bw = {t: triad.measure(t, 5) for t in threads}

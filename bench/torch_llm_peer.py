@@ -13,7 +13,8 @@ Shapes come from an HF config.json (--config) or the built-in defaults: GPT-2 sm
 Llama of about 110M (dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000, tied embeddings).
 As llama-bench: ppP runs one forward pass over P prompt tokens into an empty KV cache (logits of
 the last position only); tgN decodes N tokens one at a time from an empty cache (greedy, each
-token fed back). Each test runs once to warm up, then --reps times; t/s is mean ± stddev.
+token fed back). Each test warms up (the prefill, or 8 decode steps), then runs --reps times;
+t/s is mean ± stddev.
 
 Used by bench/llm_bench.py; the helpers config_of(), params_of() and decode_bytes_per_token()
 (no torch needed) give the driver the model size and the decode roof's bytes per token.
@@ -228,11 +229,11 @@ def main():
     if not args.no_header:
         print("| model | size | params | dtype | threads | test | t/s |")
         print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
-    tests = ([("pp%d" % args.p, prefill, args.p)] if args.p > 0 else []) + \
-            ([("tg%d" % args.n, lambda: decode(args.n), args.n)] if args.n > 0 else [])
+    tests = ([("pp%d" % args.p, prefill, prefill, args.p)] if args.p > 0 else []) + \
+            ([("tg%d" % args.n, lambda: decode(args.n), lambda: decode(min(args.n, 8)), args.n)] if args.n > 0 else [])
     with torch.inference_mode():
-        for test, fn, tokens in tests:
-            fn()  # warm-up
+        for test, fn, warm_up, tokens in tests:
+            warm_up()
             rates = []
             for _ in range(max(1, args.reps)):
                 t0 = time.perf_counter()
