@@ -1016,6 +1016,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  for (const auto& p : options.peers)
+    if (p != "onednn" && p != "openblas" && p != "torch") {
+      std::fprintf(stderr, "radix-bench-cpu: unknown peer %s (onednn, openblas, torch)\n", p.c_str());
+      return 2;
+    }
   if (quick) {
     options.reps = 3;
     options.cap = 2;

@@ -207,6 +207,9 @@ def main():
                 lines.append(line)
             if radix_err and not radix_rows:
                 print(f"    radix: n/a ({radix_err})")
+            missing = [x for x in (f"pp{a.p}", f"tg{a.n}") if x not in radix_rows]
+            if radix_rows and missing:
+                print(f"    radix: no {', '.join(missing)} row (it printed {', '.join(radix_rows)})")
             for test, (_, _, fields) in radix_rows.items():
                 if fields["dtype"] != dtype or int(fields["threads"]) != t:
                     print(f"    warning: radix's {test} row says dtype {fields['dtype']}, threads {fields['threads']};"
