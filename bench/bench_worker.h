@@ -11,6 +11,7 @@
 //
 // bench/torch_peer.py speaks the same protocol. Inputs come from `benchValue`, which every
 // worker computes the same way (Python included), so outputs can be compared element by element.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -62,6 +63,19 @@ inline std::vector<float> benchValues(int64_t n, uint32_t seed, float scale = 1.
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = offset + scale * benchValue(static_cast<uint64_t>(i), seed);
   return v;
+}
+
+/// How many copies of the weight (gemv's W, gemm's B) a worker keeps and cycles through, one per
+/// call, so that the weight streams from memory as in decoding instead of staying in the caches
+/// (with 2 threads on 2 L3 slices, half a 64 MB matrix each can stay cached). Only for
+/// weight-streaming figures: gemv and the GEMMs with M <= 64; at least 256 MiB in all, at most 16.
+/// torch_peer.py's weight_copies() computes the same.
+inline int weightCopies(const Figure& f) {
+  const bool gemv = f.kind == "gemv";
+  if (!gemv && !(f.kind == "gemm" && f.dims.size() == 3 && f.dims[0] <= 64)) return 1;
+  const int64_t bytes = (gemv ? f.dims[0] * f.dims[1] : f.dims[1] * f.dims[2]) * (f.dtype == "bf16" ? 2 : 4);
+  const int64_t want = bytes > 0 ? ((int64_t{256} << 20) + bytes - 1) / bytes : 1;
+  return static_cast<int>(std::min<int64_t>(16, std::max<int64_t>(1, want)));
 }
 
 // Seeds and scales of each figure's inputs (torch_peer.py's INPUTS mirrors these).

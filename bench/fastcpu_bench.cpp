@@ -21,6 +21,11 @@
 // that no worker competes with the next one for the 2 cores. Each worker reports the CPU time of
 // its reps too: cpu/wall ~ T shows the threads really ran (printed in the thread summary).
 //
+// Weight-streaming figures (gemv, and the GEMMs with M <= 64) cycle through copies of the weight
+// (>= 256 MiB in all, bench::weightCopies) so that it comes from memory, as in decoding: with 2
+// threads, each half of a 64 MB matrix can otherwise stay in its core's L3 slice (oneDNN's GEMV
+// then showed 40 GB/s against a 9 GB/s triad).
+//
 // Time caps, for a slow Radix: a worker's reps stop once they used --cap seconds (it keeps at
 // least one); a call that takes longer than --max-call seconds is killed (the worker restarts for
 // the next figure) and printed as ">Ns"; a call predicted (from the worker's rate on an earlier
@@ -99,11 +104,17 @@ class RadixBackend : public bench::Backend {
     };
     if (f.kind == "gemm" || f.kind == "gemv") {
       const bool gemv = f.kind == "gemv";
-      const Tensor a = gemv ? input({d[0], d[1]}, bench::kSeedW) : input({d[0], d[2]}, bench::kSeedA);
-      const Tensor b = gemv ? input({d[1]}, bench::kSeedX) : input({d[2], d[1]}, bench::kSeedB);
-      auto exe = radix::compile(platform_, [](const Tensor& x, const Tensor& y) { return x.dotGeneral(y, {{1, 0}}, {}); },
-                                a, b);
-      run_ = [exe, a, b] { return exe(a, b); };
+      // The weight (gemv's W, gemm's B) in bench::weightCopies copies, one per call in turn.
+      std::vector<Tensor> weights;
+      for (int i = 0; i < bench::weightCopies(f); ++i)
+        weights.push_back(gemv ? input({d[0], d[1]}, bench::kSeedW) : input({d[2], d[1]}, bench::kSeedB));
+      const Tensor x = gemv ? input({d[1]}, bench::kSeedX) : input({d[0], d[2]}, bench::kSeedA);
+      auto exe = gemv ? radix::compile(platform_, [](const Tensor& w, const Tensor& v) { return w.dotGeneral(v, {{1, 0}}, {}); },
+                                       weights[0], x)
+                      : radix::compile(platform_, [](const Tensor& w, const Tensor& a) { return a.dotGeneral(w, {{1, 0}}, {}); },
+                                       weights[0], x);
+      auto call = std::make_shared<size_t>(0);
+      run_ = [exe, weights, x, call] { return exe(weights[(*call)++ % weights.size()], x); };
     } else if (f.kind == "softmax") {
       const Tensor x = input({d[0], d[1]}, bench::kSeedSoftmax, bench::kActivationScale);
       auto exe = radix::compile(platform_, [](const Tensor& t) { return t.softmax(1); }, x);

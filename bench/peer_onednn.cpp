@@ -31,6 +31,8 @@ class OneDnn : public bench::Backend {
 
   std::string setup(const Figure& f) override {
     run_ = nullptr;
+    copies_.clear();
+    weiBf16_.clear();
     outF32_.clear();
     outBf16_.clear();
     bf16Out_ = false;
@@ -38,17 +40,23 @@ class OneDnn : public bench::Backend {
     if (f.kind == "gemm" && f.dtype == "f32") {
       const int64_t m = d[0], n = d[1], k = d[2];
       a_ = bench::benchValues(m * k, bench::kSeedA);
-      b_ = bench::benchValues(k * n, bench::kSeedB);
+      copies_.assign(bench::weightCopies(f), bench::benchValues(k * n, bench::kSeedB));
       outF32_.assign(m * n, 0.0f);
-      run_ = [=, this] { check(dnnl_sgemm('N', 'N', m, n, k, 1.0f, a_.data(), k, b_.data(), n, 0.0f, outF32_.data(), n)); };
+      run_ = [=, this] {
+        const float* b = next(copies_).data();
+        check(dnnl_sgemm('N', 'N', m, n, k, 1.0f, a_.data(), k, b, n, 0.0f, outF32_.data(), n));
+      };
       return "";
     }
     if (f.kind == "gemv" && f.dtype == "f32") {  // y[1,N] = x[1,K] W[N,K]^T
       const int64_t n = d[0], k = d[1];
-      a_ = bench::benchValues(n * k, bench::kSeedW);
+      copies_.assign(bench::weightCopies(f), bench::benchValues(n * k, bench::kSeedW));
       b_ = bench::benchValues(k, bench::kSeedX);
       outF32_.assign(n, 0.0f);
-      run_ = [=, this] { check(dnnl_sgemm('N', 'T', 1, n, k, 1.0f, b_.data(), k, a_.data(), k, 0.0f, outF32_.data(), n)); };
+      run_ = [=, this] {
+        const float* w = next(copies_).data();
+        check(dnnl_sgemm('N', 'T', 1, n, k, 1.0f, b_.data(), k, w, k, 0.0f, outF32_.data(), n));
+      };
       return "";
     }
     if ((f.kind == "gemm" || f.kind == "gemv") && f.dtype == "bf16") {
@@ -59,15 +67,16 @@ class OneDnn : public bench::Backend {
           dst({m, n}, dt::bf16, tag::ab);
       auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), engine_);
       srcBf16_ = toBf16(bench::benchValues(m * k, gemv ? bench::kSeedX : bench::kSeedA));
-      weiBf16_ = toBf16(bench::benchValues(k * n, gemv ? bench::kSeedW : bench::kSeedB));
+      weiBf16_.assign(bench::weightCopies(f), toBf16(bench::benchValues(k * n, gemv ? bench::kSeedW : bench::kSeedB)));
       outBf16_.assign(m * n, 0);
       bf16Out_ = true;
       auto prim = std::make_shared<dnnl::matmul>(pd);
-      auto ms = std::make_shared<std::vector<dnnl::memory>>(std::vector<dnnl::memory>{
-          dnnl::memory(src, engine_, srcBf16_.data()), dnnl::memory(wei, engine_, weiBf16_.data()),
-          dnnl::memory(dst, engine_, outBf16_.data())});
+      auto srcMem = std::make_shared<dnnl::memory>(src, engine_, srcBf16_.data());
+      auto dstMem = std::make_shared<dnnl::memory>(dst, engine_, outBf16_.data());
+      auto weiMems = std::make_shared<std::vector<dnnl::memory>>();
+      for (auto& w : weiBf16_) weiMems->emplace_back(wei, engine_, w.data());
       run_ = [=, this] {
-        prim->execute(stream_, {{DNNL_ARG_SRC, (*ms)[0]}, {DNNL_ARG_WEIGHTS, (*ms)[1]}, {DNNL_ARG_DST, (*ms)[2]}});
+        prim->execute(stream_, {{DNNL_ARG_SRC, *srcMem}, {DNNL_ARG_WEIGHTS, next(*weiMems)}, {DNNL_ARG_DST, *dstMem}});
         stream_.wait();
       };
       return "";
@@ -110,6 +119,10 @@ class OneDnn : public bench::Backend {
   }
 
  private:
+  template <class T>
+  T& next(std::vector<T>& copies) {
+    return copies[call_++ % copies.size()];
+  }
   static void check(dnnl_status_t s) {
     if (s != dnnl_success) throw std::runtime_error("dnnl_sgemm failed with status " + std::to_string(s));
   }
@@ -123,7 +136,10 @@ class OneDnn : public bench::Backend {
   dnnl::stream stream_{engine_};
   std::function<void()> run_;
   std::vector<float> a_, b_, outF32_;
-  std::vector<uint16_t> srcBf16_, weiBf16_, outBf16_;
+  std::vector<uint16_t> srcBf16_, outBf16_;
+  std::vector<std::vector<uint16_t>> weiBf16_;
+  std::vector<std::vector<float>> copies_;  // of the weight, cycled through (bench::weightCopies)
+  size_t call_ = 0;
   bool bf16Out_ = false;
 };
 

@@ -28,26 +28,28 @@ class OpenBlas : public bench::Backend {
 
   std::string setup(const Figure& f) override {
     run_ = nullptr;
+    copies_.clear();
     const auto& d = f.dims;
     if (f.dtype != "f32") return "Debian's OpenBLAS 0.3.21 has no " + f.dtype + " GEMM (no sbgemm)";
     if (f.kind == "gemm") {
       const int m = static_cast<int>(d[0]), n = static_cast<int>(d[1]), k = static_cast<int>(d[2]);
       a_ = bench::benchValues(int64_t{m} * k, bench::kSeedA);
-      b_ = bench::benchValues(int64_t{k} * n, bench::kSeedB);
+      copies_.assign(bench::weightCopies(f), bench::benchValues(int64_t{k} * n, bench::kSeedB));
       c_.assign(static_cast<size_t>(m) * n, 0.0f);
       run_ = [=, this] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a_.data(), k, b_.data(), n, 0.0f,
-                    c_.data(), n);
+        const float* b = copies_[call_++ % copies_.size()].data();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a_.data(), k, b, n, 0.0f, c_.data(), n);
       };
       return "";
     }
     if (f.kind == "gemv") {
       const int n = static_cast<int>(d[0]), k = static_cast<int>(d[1]);
-      a_ = bench::benchValues(int64_t{n} * k, bench::kSeedW);
+      copies_.assign(bench::weightCopies(f), bench::benchValues(int64_t{n} * k, bench::kSeedW));
       b_ = bench::benchValues(k, bench::kSeedX);
       c_.assign(n, 0.0f);
       run_ = [=, this] {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, a_.data(), k, b_.data(), 1, 0.0f, c_.data(), 1);
+        const float* w = copies_[call_++ % copies_.size()].data();
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w, k, b_.data(), 1, 0.0f, c_.data(), 1);
       };
       return "";
     }
@@ -60,6 +62,8 @@ class OpenBlas : public bench::Backend {
  private:
   std::function<void()> run_;
   std::vector<float> a_, b_, c_;
+  std::vector<std::vector<float>> copies_;  // of the weight, cycled through (bench::weightCopies)
+  size_t call_ = 0;
 };
 
 }  // namespace

@@ -46,6 +46,14 @@ def bench_values(n, seed, scale=1.0, offset=0.0):
     return np.float32(offset) + np.float32(scale) * v
 
 
+def weight_copies(kind, dtype_name, dims):
+    """bench::weightCopies: copies of the weight cycled through so that it streams from memory."""
+    if not (kind == "gemv" or (kind == "gemm" and dims[0] <= 64)):
+        return 1
+    nbytes = (dims[0] * dims[1] if kind == "gemv" else dims[1] * dims[2]) * (2 if dtype_name == "bf16" else 4)
+    return min(16, max(1, -(-(256 << 20) // nbytes)))
+
+
 def tensor(dims, seed, dtype, scale=1.0, offset=0.0):
     n = int(np.prod(dims))
     return torch.from_numpy(bench_values(n, seed, scale, offset).reshape(dims)).to(dtype).contiguous()
@@ -65,14 +73,17 @@ class Peer:
         if dtype_name not in DTYPES:
             return f"no {dtype_name} here"
         dt = DTYPES[dtype_name]
+        copies = weight_copies(kind, dtype_name, dims)
+        calls = iter(range(1 << 62))
         if kind == "gemm":
             m, n, k = dims
-            a, b = tensor((m, k), SEED_A, dt), tensor((k, n), SEED_B, dt)
-            self.fn = lambda: torch.mm(a, b)
+            a = tensor((m, k), SEED_A, dt)
+            b = [tensor((k, n), SEED_B, dt) for _ in range(copies)]
+            self.fn = lambda: torch.mm(a, b[next(calls) % copies])
         elif kind == "gemv":
             n, k = dims
-            w, x = tensor((n, k), SEED_W, dt), tensor((k,), SEED_X, dt)
-            self.fn = lambda: torch.mv(w, x)
+            w, x = [tensor((n, k), SEED_W, dt) for _ in range(copies)], tensor((k,), SEED_X, dt)
+            self.fn = lambda: torch.mv(w[next(calls) % copies], x)
         elif kind == "softmax" and dt == torch.float32:
             x = tensor(tuple(dims), SEED_SOFTMAX, dt, ACTIVATION_SCALE)
             self.fn = lambda: torch.softmax(x, dim=1)
