@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import struct
 import subprocess
 import sys
@@ -138,6 +139,7 @@ def main():
     ap.add_argument("--radix", default=os.path.join(root, "build", "bin", "radix"))
     ap.add_argument("--bench-cpu", default=os.path.join(root, "build", "bin", "radix-bench-cpu"))
     ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--radix-args", default="", help="more arguments for `radix bench`, e.g. \"-r 1\"")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--dtypes", help="e.g. f32,bf16: run each folder at these dtypes (default: the folder's own; "
                                      "another dtype passes --dtype D to `radix bench`)")
@@ -176,7 +178,8 @@ def main():
             radix_rows, radix_err = {}, "no model folder (make one with the models engineer's tools/ script)"
             if folder:
                 cmd = [a.radix, "bench", "--model", folder, "-p", str(a.p), "-n", str(a.n), "-t", str(t)]
-                cmd += [] if dtype == own else ["--dtype", dtype]  # not in the agreed spec: n/a until the CLI has it
+                cmd += [] if dtype == own else ["--dtype", dtype]
+                cmd += shlex.split(a.radix_args)
                 out, radix_err = run(cmd, t, a.timeout)
                 radix_rows = parse_rows(out)
                 if not radix_err and not radix_rows:
