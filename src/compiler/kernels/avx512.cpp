@@ -45,6 +45,20 @@ struct CfgBf16 {
   using PackT = uint16_t;
   static constexpr int MR = 8, NV = 2, NR = NV * V::W, kPair = 2;
   static constexpr int64_t MC = 192, KC = 512, NC = 4096;
+  // d[2j] = r0[j], d[2j+1] = r1[j] (0 without r1) for j < n, zero up to NR.
+  static void interleave(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
+    if (n == NR && r1) {
+      const __m512i a = _mm512_loadu_si512(r0), b = _mm512_loadu_si512(r1);
+      const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+      _mm512_storeu_si512(d, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi));
+      _mm512_storeu_si512(d + 32, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi));
+      return;
+    }
+    for (int j = 0; j < NR; ++j) {
+      d[2 * j] = j < n ? r0[j] : uint16_t(0);
+      d[2 * j + 1] = j < n && r1 ? r1[j] : uint16_t(0);
+    }
+  }
   static void micro(int64_t steps, const uint16_t* __restrict ap, const uint16_t* __restrict bp, float* c,
                     int64_t scm, int64_t scn, int mr, int nr) {
     __m512 acc[MR][NV];
@@ -71,7 +85,7 @@ struct CfgBf16 {
 namespace radix::kernels {
 Path runAvx512(const Problem& p, int threads, bool bf16) {
   if (bf16 && p.aType == Elem::bf16 && p.bType == Elem::bf16 && p.m != 1 && p.n != 1) {
-    gemm<CfgBf16>(p, threads);
+    gemmTyped<CfgBf16, Elem::bf16, Elem::bf16>(p, threads);
     return Path::gemm;
   }
   return runWith<V512, CfgF32>(p, threads);

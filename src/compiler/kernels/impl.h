@@ -182,6 +182,23 @@ void packB(const void* b, int64_t sbk, int64_t sbn, int64_t k0, int64_t kc, int6
   for (int64_t jp = 0; jp < nc; jp += NR, dst += kcp * NR) {
     const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jp));
     if constexpr (P == 1) {
+      if (sbn == 1 && jp == 0) {
+        // Row by row across all panels: B is read along its rows.
+        for (int64_t k = 0; k < kc; ++k) {
+          const int64_t row = (k0 + k) * sbk + j0;
+          for (int64_t q = 0; q < nc; q += NR) {
+            float* d = dst + q * kcp + k * NR;
+            const int n = static_cast<int>(std::min<int64_t>(NR, nc - q));
+            if (n == NR) {
+              for (int j = 0; j < NR; ++j) d[j] = loadScalar<E>(b, row + q + j);
+            } else {
+              for (int j = 0; j < n; ++j) d[j] = loadScalar<E>(b, row + q + j);
+              for (int j = n; j < NR; ++j) d[j] = 0;
+            }
+          }
+        }
+        return;
+      }
       if (sbn == 1) {
         for (int64_t k = 0; k < kc; ++k) {
           const int64_t row = (k0 + k) * sbk + j0 + jp;
@@ -194,15 +211,30 @@ void packB(const void* b, int64_t sbk, int64_t sbn, int64_t k0, int64_t kc, int6
           }
         }
       } else {
-        for (int j = 0; j < nr; ++j) {
-          const int64_t col = (j0 + jp + j) * sbn + k0 * sbk;
-          for (int64_t k = 0; k < kc; ++k) dst[k * NR + j] = loadScalar<E>(b, col + k * sbk);
+        // Blocks of 16 k: each column's read is one cache line, the writes stay in a 2 KB tile.
+        for (int64_t kb = 0; kb < kc; kb += 16) {
+          const int64_t kn = std::min<int64_t>(16, kc - kb);
+          for (int j = 0; j < nr; ++j) {
+            const int64_t col = (j0 + jp + j) * sbn + (k0 + kb) * sbk;
+            for (int64_t k = 0; k < kn; ++k) dst[(kb + k) * NR + j] = loadScalar<E>(b, col + k * sbk);
+          }
         }
         for (int j = nr; j < NR; ++j)
           for (int64_t k = 0; k < kc; ++k) dst[k * NR + j] = 0;
       }
     } else {
       const uint16_t* src = static_cast<const uint16_t*>(b);
+      if (sbn == 1 && jp == 0) {
+        // Pairs of rows across all panels: B is read along its rows.
+        for (int64_t k = 0; k < kcp; k += 2) {
+          const uint16_t* r0 = src + (k0 + k) * sbk + j0;
+          const uint16_t* r1 = k + 1 < kc ? r0 + sbk : nullptr;
+          for (int64_t q = 0; q < nc; q += NR)
+            Cfg::interleave(r0 + q, r1 ? r1 + q : nullptr, dst + q * kcp + k * NR,
+                            static_cast<int>(std::min<int64_t>(NR, nc - q)));
+        }
+        return;
+      }
       if (sbn == 1) {
         for (int64_t k = 0; k < kcp; ++k) {
           uint16_t* d = dst + (k / 2) * NR * 2 + (k & 1);
@@ -213,6 +245,24 @@ void packB(const void* b, int64_t sbk, int64_t sbn, int64_t k0, int64_t kc, int6
           } else {
             for (int j = 0; j < NR; ++j) d[j * 2] = 0;
           }
+        }
+      } else if (sbk == 1) {
+        // A pair of k is 4 contiguous bytes of a column: copy them whole, 16 pairs at a time.
+        const int64_t pairs = kc / 2;
+        for (int64_t kb = 0; kb < pairs; kb += 16) {
+          const int64_t kn = std::min<int64_t>(16, pairs - kb);
+          for (int j = 0; j < nr; ++j) {
+            const uint16_t* col = src + (j0 + jp + j) * sbn + k0 + 2 * kb;
+            for (int64_t q = 0; q < kn; ++q) std::memcpy(dst + (kb + q) * NR * 2 + j * 2, col + 2 * q, 4);
+          }
+        }
+        for (int j = 0; j < NR; ++j) {
+          if (kc & 1) {
+            dst[pairs * NR * 2 + j * 2] = j < nr ? src[(j0 + jp + j) * sbn + k0 + kc - 1] : uint16_t(0);
+            dst[pairs * NR * 2 + j * 2 + 1] = 0;
+          }
+          if (j >= nr)
+            for (int64_t q = 0; q < pairs; ++q) dst[q * NR * 2 + j * 2] = dst[q * NR * 2 + j * 2 + 1] = 0;
         }
       } else {
         for (int j = 0; j < NR; ++j)
@@ -242,8 +292,11 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
   const int64_t ncMax = std::min<int64_t>(Cfg::NC, (j1 - j0 + NR - 1) / NR * NR);
   PackT* ap = static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
   PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncMax * kcMax));
-  for (int64_t jc = j0; jc < j1; jc += Cfg::NC) {
-    const int64_t nc = std::min<int64_t>(Cfg::NC, j1 - jc);
+  // One block of rows (small M): B blocks of 512 columns, which stay in L2 while the tiles use
+  // them (A is small, so packing it again per block costs little).
+  const int64_t ncBlock = i1 - i0 <= Cfg::MC ? std::min<int64_t>(Cfg::NC, 512) : Cfg::NC;
+  for (int64_t jc = j0; jc < j1; jc += ncBlock) {
+    const int64_t nc = std::min<int64_t>(ncBlock, j1 - jc);
     for (int64_t pc = 0; pc < p.k; pc += Cfg::KC) {
       const int64_t kc = std::min<int64_t>(Cfg::KC, p.k - pc);
       const int64_t kcp = (kc + P - 1) / P * P;
