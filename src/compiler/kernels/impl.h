@@ -402,8 +402,12 @@ void gemvRows(const void* w, int64_t ldw, int64_t r0, int64_t r1, int64_t K, con
 // L1-resident chunk of y; each W byte is read once.
 template <class V, Elem E>
 void gemvCols(const void* w, int64_t ldw, int64_t c0, int64_t c1, int64_t K, const float* x, float* y, int64_t sy) {
-  constexpr int64_t CW = 1024;
-  alignas(64) float acc[CW];
+  constexpr int64_t CW = 4096;  // 16 KB of y: whole rows of W stream through the prefetchers
+  static thread_local float buffer[CW + 1024 + 16];
+  // acc sits 2 KB away from W modulo 4 KB: its stores must not 4K-alias the loads of W's rows.
+  const uintptr_t wAddr = reinterpret_cast<uintptr_t>(offsetPtr(w, E, c0));
+  const uintptr_t bAddr = (reinterpret_cast<uintptr_t>(buffer) + 63) & ~uintptr_t(63);
+  float* acc = reinterpret_cast<float*>(bAddr + ((wAddr + 2048 - bAddr) & 4095 & ~uintptr_t(63)));
   for (int64_t cc = c0; cc < c1; cc += CW) {
     const int64_t n = std::min<int64_t>(CW, c1 - cc), full = n / V::W * V::W;
     const int tail = static_cast<int>(n - full);
