@@ -292,9 +292,9 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
   const int64_t ncMax = std::min<int64_t>(Cfg::NC, (j1 - j0 + NR - 1) / NR * NR);
   PackT* ap = static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
   PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncMax * kcMax));
-  // One block of rows (small M): B blocks of 512 columns, which stay in L2 while the tiles use
-  // them (A is small, so packing it again per block costs little).
-  const int64_t ncBlock = i1 - i0 <= Cfg::MC ? std::min<int64_t>(Cfg::NC, 512) : Cfg::NC;
+  // B is packed row by row across whole KC x NC blocks: reading B along long runs of its rows
+  // (16 KB for f32) is what keeps small-M products (few tiles per B element) near peak.
+  const int64_t ncBlock = Cfg::NC;
   for (int64_t jc = j0; jc < j1; jc += ncBlock) {
     const int64_t nc = std::min<int64_t>(ncBlock, j1 - jc);
     for (int64_t pc = 0; pc < p.k; pc += Cfg::KC) {
