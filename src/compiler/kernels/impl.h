@@ -212,7 +212,12 @@ void packB(const void* b, int64_t sbk, int64_t sbn, int64_t k0, int64_t kc, int6
         }
       } else {
         // Blocks of 16 k: each column's read is one cache line, the writes stay in a 2 KB tile.
-        for (int64_t kb = 0; kb < kc; kb += 16) {
+        int64_t kDone = 0;
+        if constexpr (requires(const void* s, float* d) { Cfg::template packBTransposed<E>(s, int64_t(0), d, int64_t(0)); }) {
+          if (sbk == 1 && nr == NR)
+            kDone = Cfg::template packBTransposed<E>(offsetPtr(b, E, (j0 + jp) * sbn + k0), sbn, dst, kc);
+        }
+        for (int64_t kb = kDone; kb < kc; kb += 16) {
           const int64_t kn = std::min<int64_t>(16, kc - kb);
           for (int j = 0; j < nr; ++j) {
             const int64_t col = (j0 + jp + j) * sbn + (k0 + kb) * sbk;
