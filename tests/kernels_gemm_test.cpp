@@ -251,3 +251,58 @@ TEST(KernelsGemm, LoweredModuleCallsTheKernel) {
 }
 
 }  // namespace
+
+namespace {
+
+uint64_t totalCalls() {
+  uint64_t n = 0;
+  for (int p = 0; p < kernels::kPathCount; ++p)
+    for (int i = 0; i < kernels::kIsaCount; ++i) n += kernels::callCount(kernels::Path(p), kernels::Isa(i));
+  return n;
+}
+
+// Operands that are slices (static or at run-time offsets) of bigger tensors.
+TEST(KernelsGemm, SlicedOperands) {
+  const radix::Platform cpu = radix::Platform::cpu().withOptions({.cache = false});
+  Tensor a = randomTensor(cpu, {9, 33}, DType::f32, 5), b = randomTensor(cpu, {33, 20}, DType::f32, 6);
+  Tensor pos = Tensor::fromValues(cpu, Shape({}, DType::i32), std::vector<int32_t>{3});
+  auto fn = [](Tensor x, Tensor w, Tensor p) {
+    Tensor xs = x.dynamicSlice({{0, {.start = p, .len = 4}}});       // rows 3..6
+    Tensor ws = w.slice({{1, {.start = 2, .end = 19, .step = 1}}});  // columns 2..18
+    return xs.dotGeneral(ws, {{1, 0}}, {});
+  };
+  const uint64_t before = totalCalls();
+  Tensor y = radix::compile(cpu, fn, a, b, pos)(a, b, pos);
+  EXPECT_GT(totalCalls(), before);
+  const auto av = a.toVector<double>(), bv = b.toVector<double>(), yv = y.toVector<double>();
+  ASSERT_EQ(yv.size(), 4u * 17u);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 17; ++j) {
+      double r = 0;
+      for (int k = 0; k < 33; ++k) r += av[(3 + i) * 33 + k] * bv[k * 20 + 2 + j];
+      EXPECT_NEAR(yv[i * 17 + j], r, 1e-4) << i << "," << j;
+    }
+}
+
+// An object loaded from the on-disk cache resolves the kernel symbol from the process too.
+TEST(KernelsGemm, CachedObjectCallsTheKernel) {
+  const std::string dir = ::testing::TempDir() + "radix_kernels_gemm_cache";
+  std::filesystem::remove_all(dir);
+  radix::CompileOptions options;
+  options.cache = true;
+  options.cacheDir = dir;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  Tensor a = randomTensor(cpu, {17, 129}, DType::bf16, 7), b = randomTensor(cpu, {129, 33}, DType::bf16, 8);
+  auto fn = [](Tensor x, Tensor w) { return x.dotGeneral(w, {{1, 0}}, {}); };
+  auto cold = radix::compile(cpu, fn, a, b);
+  auto warm = radix::compile(cpu, fn, a, b);
+  EXPECT_FALSE(cold.fromCache());
+  EXPECT_TRUE(warm.fromCache());
+  const uint64_t before = totalCalls();
+  const auto yc = cold(a, b).toVector<float>(), yw = warm(a, b).toVector<float>();
+  EXPECT_EQ(totalCalls(), before + 2);
+  EXPECT_EQ(yc, yw);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
