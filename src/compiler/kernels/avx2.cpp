@@ -1,6 +1,16 @@
 // AVX2 + FMA (x86-64-v3) kernels: 6x16 f32 FMA tiles.
 #include <immintrin.h>
+#include <omp.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "compiler/kernels/kernels.h"
+
+// Everything declared from here on is compiled for this ISA: only this file's own code (in an
+// anonymous namespace, plus the run function), never a library template another TU could share.
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
 
 #include "compiler/kernels/impl.h"

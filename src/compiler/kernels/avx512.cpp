@@ -1,6 +1,16 @@
 // AVX-512 (f, bw, vl, dq) kernels: 8x32 f32 FMA tiles; with avx512bf16, vdpbf16ps on bf16 pairs.
 #include <immintrin.h>
+#include <omp.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "compiler/kernels/kernels.h"
+
+// Everything declared from here on is compiled for this ISA: only this file's own code (in an
+// anonymous namespace, plus the run function), never a library template another TU could share.
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2"))), \
                              apply_to = function)
 
