@@ -403,7 +403,7 @@ void gemvRows(const void* w, int64_t ldw, int64_t r0, int64_t r1, int64_t K, con
   for (; r < r1; ++r) gemvRowsBlock<V, E, 1>(offsetPtr(w, E, r * ldw), ldw, K, x, y + r * sy, sy);
 }
 
-// y[c] += sum_k W[k][c] x[k] (c contiguous): W streams by rows, 4 rows at a time, into an
+// y[c] += sum_k W[k][c] x[k] (c contiguous): W streams by rows, 8 rows at a time, into an
 // L1-resident chunk of y; each W byte is read once.
 template <class V, Elem E>
 void gemvCols(const void* w, int64_t ldw, int64_t c0, int64_t c1, int64_t K, const float* x, float* y, int64_t sy) {
@@ -418,27 +418,24 @@ void gemvCols(const void* w, int64_t ldw, int64_t c0, int64_t c1, int64_t K, con
     const int tail = static_cast<int>(n - full);
     for (int64_t j = 0; j < n; ++j) acc[j] = 0;
     const void* base = offsetPtr(w, E, cc);
+    // 8 rows of W per pass over y: one load and one store of y per 8 FMAs.
+    constexpr int U = 8;
     int64_t k = 0;
-    for (; k + 4 <= K; k += 4) {
-      const typename V::R x0 = V::set1(x[k]), x1 = V::set1(x[k + 1]), x2 = V::set1(x[k + 2]), x3 = V::set1(x[k + 3]);
-      const void* r0 = offsetPtr(base, E, k * ldw);
-      const void* r1 = offsetPtr(base, E, (k + 1) * ldw);
-      const void* r2 = offsetPtr(base, E, (k + 2) * ldw);
-      const void* r3 = offsetPtr(base, E, (k + 3) * ldw);
+    for (; k + U <= K; k += U) {
+      typename V::R xs[U];
+      const void* rows[U];
+      for (int u = 0; u < U; ++u) {
+        xs[u] = V::set1(x[k + u]);
+        rows[u] = offsetPtr(base, E, (k + u) * ldw);
+      }
       for (int64_t j = 0; j < full; j += V::W) {
         typename V::R a = V::load(acc + j);
-        a = V::fma(loadE<V, E>(offsetPtr(r0, E, j)), x0, a);
-        a = V::fma(loadE<V, E>(offsetPtr(r1, E, j)), x1, a);
-        a = V::fma(loadE<V, E>(offsetPtr(r2, E, j)), x2, a);
-        a = V::fma(loadE<V, E>(offsetPtr(r3, E, j)), x3, a);
+        for (int u = 0; u < U; ++u) a = V::fma(loadE<V, E>(offsetPtr(rows[u], E, j)), xs[u], a);
         V::store(acc + j, a);
       }
       if (tail) {
         typename V::R a = V::load(acc + full);
-        a = V::fma(loadEN<V, E>(offsetPtr(r0, E, full), tail), x0, a);
-        a = V::fma(loadEN<V, E>(offsetPtr(r1, E, full), tail), x1, a);
-        a = V::fma(loadEN<V, E>(offsetPtr(r2, E, full), tail), x2, a);
-        a = V::fma(loadEN<V, E>(offsetPtr(r3, E, full), tail), x3, a);
+        for (int u = 0; u < U; ++u) a = V::fma(loadEN<V, E>(offsetPtr(rows[u], E, full), tail), xs[u], a);
         V::store(acc + full, a);
       }
     }
