@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "compiler/cache.h"
+#include "compiler/kernels/lower.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -67,7 +68,7 @@ constexpr const char* kPackedEntry = "_mlir_radix_entry";
 constexpr const char* kEntryKeySymbol = "radix_entry_key";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-8d";
+constexpr const char* kPipelineVersion = "pipeline-9-gemm";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -534,6 +535,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
+    kernels::lowerContractionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");
     keepCallsOutOfLine(*lowered);
