@@ -10,6 +10,7 @@
 #include "compiler/fast_ewise.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <mutex>
 
@@ -554,13 +555,45 @@ struct MathApproxPass : mlir::PassWrapper<MathApproxPass, mlir::OperationPass<ml
   }
   void runOnOperation() override {
     mlir::MLIRContext* ctx = &getContext();
+    scaleSubnormalLogs(getOperation());
     mlir::RewritePatternSet patterns(ctx);
-    // rsqrt's approximation exists only for AVX2 vectors of 8: LLVM's sqrt + div are exact.
-    auto which = [](llvm::StringRef name) { return name != "rsqrt"; };
-    mlir::populateMathF32ExpansionPatterns(patterns, which);
+    // Only the functions whose error is measured and bounded (tests/math_approx_test.cpp):
+    // MLIR's sin/cos lose all digits beyond |x| ~ 1e4 (and near 0), and Radix emits no other
+    // math op the patterns cover (expm1, log1p, sigmoid and GELU are composites of these).
+    auto which = [](llvm::StringRef name) {
+      return name == "math.exp" || name == "math.log" || name == "math.tanh" || name == "math.erf";
+    };
     mlir::populateMathPolynomialApproximationPatterns(patterns, which);
     patterns.add<FmaToMulAdd>(ctx);
     if (mlir::failed(mlir::applyPatternsGreedily(getOperation(), std::move(patterns)))) signalPassFailure();
+  }
+
+  /// The log polynomial reads the exponent field, which is wrong for subnormal x: those are
+  /// scaled by 2^24 first, and 24 ln 2 is taken off the result.
+  static void scaleSubnormalLogs(mlir::func::FuncOp fn) {
+    std::vector<mlir::math::LogOp> logs;
+    fn.walk([&](mlir::math::LogOp op) {
+      if (mlir::getElementTypeOrSelf(op.getType()).isF32()) logs.push_back(op);
+    });
+    for (mlir::math::LogOp op : logs) {
+      mlir::OpBuilder b(op);
+      const mlir::Location loc = op.getLoc();
+      mlir::Type type = op.getType();
+      auto constant = [&](double v) -> mlir::Value {
+        mlir::TypedAttr attr = b.getF32FloatAttr(static_cast<float>(v));
+        if (auto vt = mlir::dyn_cast<mlir::VectorType>(type)) attr = mlir::DenseElementsAttr::get(vt, attr);
+        return mlir::arith::ConstantOp::create(b, loc, attr);
+      };
+      mlir::Value x = op.getOperand();
+      mlir::Value tiny = mlir::arith::CmpFOp::create(b, loc, mlir::arith::CmpFPredicate::OLT, x,
+                                                     constant(std::numeric_limits<float>::min()));
+      mlir::Value scaled = mlir::arith::SelectOp::create(
+          b, loc, tiny, mlir::arith::MulFOp::create(b, loc, x, constant(16777216.0)), x);
+      mlir::Value log = mlir::math::LogOp::create(b, loc, scaled, op.getFastmathAttr());
+      mlir::Value shift = mlir::arith::SelectOp::create(b, loc, tiny, constant(24 * std::log(2.0)), constant(0));
+      op.replaceAllUsesWith(mlir::arith::SubFOp::create(b, loc, log, shift).getResult());
+      op.erase();
+    }
   }
 };
 
