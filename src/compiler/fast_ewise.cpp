@@ -146,6 +146,7 @@ int64_t product(llvm::ArrayRef<int64_t> v) {
 /// Tiles `root` over its leading (row) loops and fuses its row producers into the loop, so that a
 /// softmax or a norm reads each row from memory at most twice and keeps it in L1/L2 in between.
 bool fuseRows(mlir::RewriterBase& rewriter, mlir::linalg::LinalgOp root) {
+  if (std::getenv("FE_NOFUSE")) return false;
   if (!isRowFusable(root)) return false;
   const auto iterators = root.getIteratorTypesArray();
   const size_t n = iterators.size();
@@ -279,7 +280,7 @@ struct FuseRowsPass : mlir::PassWrapper<FuseRowsPass, mlir::OperationPass<mlir::
 // reduces its last loop over unit-stride rows becomes, per row: kUnroll vector<VL> accumulators
 // over the row, one vector.reduction, a scalar loop for the tail, one store.
 
-constexpr int64_t kUnroll = 4;
+static const int64_t kUnroll = std::getenv("FE_UNROLL") ? std::atoi(std::getenv("FE_UNROLL")) : 4;
 
 struct Combiner {
   mlir::Operation* op = nullptr;  // the body op combining the element into the accumulator
@@ -334,26 +335,38 @@ bool unitInnerStride(mlir::Value memref) {
 
 /// Rewrites `op` (buffer semantics) into vector loops; false when it does not have the form.
 bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp op, bool parallelRows) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1) return false;
+  if (std::getenv("FE_NOVEC")) return false;
+  if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() > 1) return false;
+  const bool reduction = op.getNumReductionLoops() == 1;
   const auto iterators = op.getIteratorTypesArray();
   const size_t n = iterators.size();
-  if (iterators.back() != mlir::utils::IteratorType::reduction) return false;
+  if (n == 0 || (reduction && (iterators.back() != mlir::utils::IteratorType::reduction || op.getNumDpsInits() != 1)))
+    return false;
   const llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   for (int64_t r : ranges)
     if (mlir::ShapedType::isDynamic(r)) return false;
   const int64_t length = ranges.back();
-  auto combiner = matchCombiner(op);
-  if (!combiner) return false;
+  std::optional<Combiner> combiner;
+  if (reduction && !(combiner = matchCombiner(op))) return false;
   mlir::Block& body = op.getRegion().front();
-  mlir::Type elementType = body.getArguments().back().getType();
-  if (!elementType.isF32() && !elementType.isF64()) return false;
-  const int64_t lanes = elementType.isF32() ? 16 : 8;
+  auto yield = mlir::cast<mlir::linalg::YieldOp>(body.getTerminator());
+  int64_t lanes = 16;
+  for (mlir::BlockArgument arg : body.getArguments()) {
+    mlir::Type t = arg.getType();
+    if (t.isF64()) lanes = 8;
+    else if (!t.isF32() && !t.isBF16() && !t.isF16()) return false;
+  }
+  if (!reduction)
+    for (unsigned k = 0; k < op.getNumDpsInits(); ++k)
+      if (!op.getMatchingBlockArgument(op.getDpsInitOperand(k)).use_empty()) return false;
   if (length < lanes) return false;
   for (mlir::Operation& inner : body.without_terminator())
     if (!isVectorizableBodyOp(inner)) return false;
-  // Loads: inputs indexed by the last loop must have it last, with unit stride; the output not at all.
+  // Inputs (and a map's outputs) indexed by the last loop have it last, with unit stride; a
+  // reduction's output not at all.
   const auto maps = op.getIndexingMapsArray();
   const unsigned last = static_cast<unsigned>(n - 1);
+  const size_t numInputs = op.getNumDpsInputs();
   for (size_t k = 0; k < maps.size(); ++k) {
     mlir::AffineMap map = maps[k];
     for (unsigned r = 0; r < map.getNumResults(); ++r) {
@@ -361,8 +374,9 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
       auto dim = mlir::dyn_cast<mlir::AffineDimExpr>(e);
       auto cst = mlir::dyn_cast<mlir::AffineConstantExpr>(e);
       if (!dim && !(cst && cst.getValue() == 0)) return false;
-      if (dim && dim.getPosition() == last && (r + 1 != map.getNumResults() || k + 1 == maps.size())) return false;
+      if (dim && dim.getPosition() == last && (r + 1 != map.getNumResults() || (reduction && k >= numInputs))) return false;
     }
+    if (k >= numInputs && !reduction && !map.isFunctionOfDim(last)) return false;
     if (map.isFunctionOfDim(last) && !unitInnerStride(op->getOperand(k))) return false;
   }
 
@@ -370,10 +384,11 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
   rewriter.setInsertionPoint(op);
   auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(rewriter, loc, v).getResult(); };
   mlir::Value zero = index(0), one = index(1);
-  const int64_t unroll = std::clamp<int64_t>(length / lanes, 1, kUnroll);
+  const int64_t unroll = std::clamp<int64_t>(length / lanes, 1, reduction ? kUnroll : 2);
   const int64_t step = lanes * unroll, mainEnd = length / step * step;
   auto vectorType = [&](mlir::Type t) { return mlir::VectorType::get({lanes}, t); };
   const auto reassoc = mlir::arith::FastMathFlags::reassoc;
+  mlir::Operation* stopAt = reduction ? combiner->op : yield.getOperation();
 
   auto emitRow = [&](mlir::OpBuilder& b, mlir::ValueRange rowIvs) {
     auto indicesFor = [&](mlir::AffineMap map, mlir::Value j) {
@@ -387,18 +402,17 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
       return idx;
     };
     // Row-invariant inputs (broadcast along the row): one scalar load per row.
-    llvm::SmallVector<mlir::Value> invariant(op.getNumDpsInputs());
-    for (unsigned k = 0; k < op.getNumDpsInputs(); ++k)
+    llvm::SmallVector<mlir::Value> invariant(numInputs);
+    for (unsigned k = 0; k < numInputs; ++k)
       if (!maps[k].isFunctionOfDim(last))
         invariant[k] = mlir::memref::LoadOp::create(b, loc, op->getOperand(k), indicesFor(maps[k], zero));
-    // Clones the body for one vector (vector=true) or one element; returns the mapped element value.
-    llvm::DenseMap<mlir::Value, mlir::Value> splats;
+    // Clones the body for one vector (vector=true) or one element; returns the value mapping.
     auto cloneBody = [&](mlir::OpBuilder& bb, mlir::Value j, bool vector) {
       mlir::IRMapping map;
       auto splat = [&](mlir::Value scalar) -> mlir::Value {
         return mlir::vector::BroadcastOp::create(bb, loc, vectorType(scalar.getType()), scalar);
       };
-      for (unsigned k = 0; k < op.getNumDpsInputs(); ++k) {
+      for (unsigned k = 0; k < numInputs; ++k) {
         mlir::Value v;
         if (invariant[k]) v = vector ? splat(invariant[k]) : invariant[k];
         else if (vector)
@@ -409,7 +423,7 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
         map.map(body.getArgument(k), v);
       }
       for (mlir::Operation& inner : body.without_terminator()) {
-        if (&inner == combiner->op) break;
+        if (&inner == stopAt) break;
         for (mlir::Value operand : inner.getOperands())
           if (!map.contains(operand) && operand.getParentBlock() != &body)
             map.map(operand, vector ? splat(operand) : operand);
@@ -424,10 +438,38 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
         state.attributes = inner.getAttrs();
         map.map(inner.getResult(0), bb.create(state)->getResult(0));
       }
-      mlir::Value element = combiner->element;
-      if (map.contains(element)) return map.lookup(element);
-      return vector ? splat(element) : element;  // defined outside the body
+      return map;
     };
+    auto valueOf = [&](mlir::OpBuilder& bb, mlir::IRMapping& map, mlir::Value v, bool vector) -> mlir::Value {
+      if (map.contains(v)) return map.lookup(v);
+      return vector ? mlir::vector::BroadcastOp::create(bb, loc, vectorType(v.getType()), v).getResult() : v;
+    };
+
+    if (!reduction) {  // a map: store each yielded value
+      auto store = [&](mlir::OpBuilder& bb, mlir::Value j, bool vector) {
+        mlir::IRMapping map = cloneBody(bb, j, vector);
+        for (unsigned k = 0; k < op.getNumDpsInits(); ++k) {
+          mlir::Value v = valueOf(bb, map, yield.getOperand(k), vector);
+          mlir::Value out = op.getDpsInits()[k];
+          auto idx = indicesFor(maps[numInputs + k], j);
+          if (vector) mlir::vector::StoreOp::create(bb, loc, v, out, idx);
+          else mlir::memref::StoreOp::create(bb, loc, v, out, idx);
+        }
+      };
+      mlir::scf::ForOp::create(b, loc, zero, index(mainEnd), index(step), mlir::ValueRange{},
+                               [&](mlir::OpBuilder& lb, mlir::Location, mlir::Value j, mlir::ValueRange) {
+                                 for (int64_t u = 0; u < unroll; ++u)
+                                   store(lb, u == 0 ? j : mlir::arith::AddIOp::create(lb, loc, j, index(u * lanes)).getResult(), true);
+                                 mlir::scf::YieldOp::create(lb, loc);
+                               });
+      if (mainEnd < length)
+        mlir::scf::ForOp::create(b, loc, index(mainEnd), index(length), one, mlir::ValueRange{},
+                                 [&](mlir::OpBuilder& lb, mlir::Location, mlir::Value j, mlir::ValueRange) {
+                                   store(lb, j, false);
+                                   mlir::scf::YieldOp::create(lb, loc);
+                                 });
+      return;
+    }
     auto combine = [&](mlir::OpBuilder& bb, mlir::Value element, mlir::Value acc) {
       mlir::OperationState state(loc, combiner->op->getName());
       state.operands = {element, acc};
@@ -435,8 +477,13 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
       state.attributes = combiner->op->getAttrs();
       return bb.create(state)->getResult(0);
     };
+    auto element = [&](mlir::OpBuilder& bb, mlir::Value j, bool vector) {
+      mlir::IRMapping map = cloneBody(bb, j, vector);
+      return valueOf(bb, map, combiner->element, vector);
+    };
+    mlir::Type accType = body.getArguments().back().getType();
     mlir::Value identity = mlir::arith::ConstantOp::create(
-        b, loc, mlir::DenseElementsAttr::get(vectorType(elementType), b.getFloatAttr(elementType, combiner->identity)));
+        b, loc, mlir::DenseElementsAttr::get(vectorType(accType), b.getFloatAttr(accType, combiner->identity)));
     llvm::SmallVector<mlir::Value> inits(unroll, identity);
     auto mainLoop = mlir::scf::ForOp::create(
         b, loc, zero, index(mainEnd), index(step), inits,
@@ -444,7 +491,7 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
           llvm::SmallVector<mlir::Value> next;
           for (int64_t u = 0; u < unroll; ++u) {
             mlir::Value ju = u == 0 ? j : mlir::arith::AddIOp::create(lb, loc, j, index(u * lanes)).getResult();
-            next.push_back(combine(lb, cloneBody(lb, ju, true), accs[u]));
+            next.push_back(combine(lb, element(lb, ju, true), accs[u]));
           }
           mlir::scf::YieldOp::create(lb, loc, next);
         });
@@ -457,7 +504,7 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
       auto tail = mlir::scf::ForOp::create(
           b, loc, index(mainEnd), index(length), one, mlir::ValueRange{acc},
           [&](mlir::OpBuilder& lb, mlir::Location, mlir::Value j, mlir::ValueRange a) {
-            mlir::scf::YieldOp::create(lb, loc, combine(lb, cloneBody(lb, j, false), a[0]));
+            mlir::scf::YieldOp::create(lb, loc, combine(lb, element(lb, j, false), a[0]));
           });
       acc = tail.getResult(0);
     }
@@ -511,6 +558,9 @@ struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir
       const bool nested = op->getParentOfType<mlir::scf::ForallOp>() || op->getParentOfType<mlir::scf::ParallelOp>();
       int64_t iterations = 1;
       for (int64_t r : op.getStaticLoopRanges()) iterations *= r;
+      // Maps outside row loops are left to LLVM's loop vectorizer (with threads they become
+      // OpenMP loops over every parallel dim); reductions are done here everywhere.
+      if (op.getNumReductionLoops() == 0 && !nested) continue;
       vectorizeRowReduction(rewriter, op, parallel && !nested && iterations >= kMinParallelRowIterations);
     }
     std::vector<mlir::scf::ForallOp> loops;
@@ -555,6 +605,7 @@ struct MathApproxPass : mlir::PassWrapper<MathApproxPass, mlir::OperationPass<ml
   }
   void runOnOperation() override {
     mlir::MLIRContext* ctx = &getContext();
+    if (std::getenv("FE_NOAPPROX")) return;
     scaleSubnormalLogs(getOperation());
     mlir::RewritePatternSet patterns(ctx);
     // Only the functions whose error is measured and bounded (tests/math_approx_test.cpp):
