@@ -129,6 +129,7 @@ void lowerSmallOpsToLoops(mlir::ModuleOp module) {
   std::vector<mlir::linalg::LinalgOp> small;
   module.walk([&](mlir::linalg::LinalgOp op) {
     if (!op.hasPureBufferSemantics()) return;
+    if (op->getParentOfType<mlir::scf::ForallOp>()) return;  // row loops: radix-lower-rows (fast_ewise.cpp)
     int64_t iterations = 1;
     for (int64_t range : op.getStaticLoopRanges()) {
       if (mlir::ShapedType::isDynamic(range)) return;

@@ -146,7 +146,6 @@ int64_t product(llvm::ArrayRef<int64_t> v) {
 /// Tiles `root` over its leading (row) loops and fuses its row producers into the loop, so that a
 /// softmax or a norm reads each row from memory at most twice and keeps it in L1/L2 in between.
 bool fuseRows(mlir::RewriterBase& rewriter, mlir::linalg::LinalgOp root) {
-  if (std::getenv("FE_NOFUSE")) return false;
   if (!isRowFusable(root)) return false;
   const auto iterators = root.getIteratorTypesArray();
   const size_t n = iterators.size();
@@ -280,7 +279,7 @@ struct FuseRowsPass : mlir::PassWrapper<FuseRowsPass, mlir::OperationPass<mlir::
 // reduces its last loop over unit-stride rows becomes, per row: kUnroll vector<VL> accumulators
 // over the row, one vector.reduction, a scalar loop for the tail, one store.
 
-static const int64_t kUnroll = std::getenv("FE_UNROLL") ? std::atoi(std::getenv("FE_UNROLL")) : 4;
+constexpr int64_t kUnroll = 4;
 
 struct Combiner {
   mlir::Operation* op = nullptr;  // the body op combining the element into the accumulator
@@ -335,7 +334,6 @@ bool unitInnerStride(mlir::Value memref) {
 
 /// Rewrites `op` (buffer semantics) into vector loops; false when it does not have the form.
 bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp op, bool parallelRows) {
-  if (std::getenv("FE_NOVEC")) return false;
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() > 1) return false;
   const bool reduction = op.getNumReductionLoops() == 1;
   const auto iterators = op.getIteratorTypesArray();
@@ -605,7 +603,6 @@ struct MathApproxPass : mlir::PassWrapper<MathApproxPass, mlir::OperationPass<ml
   }
   void runOnOperation() override {
     mlir::MLIRContext* ctx = &getContext();
-    if (std::getenv("FE_NOAPPROX")) return;
     scaleSubnormalLogs(getOperation());
     mlir::RewritePatternSet patterns(ctx);
     // Only the functions whose error is measured and bounded (tests/math_approx_test.cpp):
