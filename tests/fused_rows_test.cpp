@@ -166,3 +166,29 @@ TEST(FusedRowsSpecial, NanInfInBodyAndTail) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Row reductions big enough (>= 32768 iterations) to run their rows as OpenMP loops outside any
+/// row tile, with 2 threads: sum, max and mean over the last axis, and softmax, against naive loops.
+TEST(FusedRowsSpecial, LargeRowsWithTwoThreads) {
+  const radix::Platform cpu = radix::Platform::cpu().withOptions({.cache = false, .threads = 2});
+  const int64_t rows = 96, d = 1001;  // 1001 = 15 * 64 + 41: vector body and scalar tail
+  std::vector<float> v(rows * d);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919) % 1000) / 100.f - 5.f;
+  const Tensor x = Tensor::fromValues(cpu, Shape({rows, d}, DType::f32).withTags({"r", "d"}), v);
+  auto fn = [](const Tensor& t) { return std::make_tuple(t.sum("d"), t.max("d"), t.softmax("d")); };
+  const auto [s, m, p] = radix::compile(cpu, fn, x)(x);
+  const std::vector<float> sv = s.toVector<float>(), mv = m.toVector<float>(), pv = p.toVector<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, mx = -INFINITY, z = 0;
+    for (int64_t i = 0; i < d; ++i) sum += v[r * d + i], mx = std::max<double>(mx, v[r * d + i]);
+    for (int64_t i = 0; i < d; ++i) z += std::exp(v[r * d + i] - mx);
+    EXPECT_NEAR(sv[r], sum, 1e-5 * (1 + std::fabs(sum)) * 100) << "row " << r;
+    EXPECT_EQ(mv[r], static_cast<float>(mx)) << "row " << r;
+    for (int64_t i = 0; i < d; i += 97)
+      EXPECT_NEAR(pv[r * d + i], std::exp(v[r * d + i] - mx) / z, 1e-6) << "row " << r << " col " << i;
+  }
+}
+
+}  // namespace
