@@ -27,6 +27,10 @@
 
 namespace radix {
 
+namespace io {
+class Checkpoint;
+}
+
 /// A vocabulary as GGUF metadata describes it (tokenizer.ggml.*).
 /// VocabSpec{.model = "gpt2", .pre = "gpt2", .tokens = {...}, .merges = {"Ġ t", ...}}
 struct VocabSpec {
@@ -58,6 +62,14 @@ class Tokenizer {
   /// GGUF metadata: model "gpt2" (byte-level BPE; pre "gpt2", "llama-bpe", ...) or "llama"
   /// (SentencePiece by scores). Tokenizer::fromVocab(spec).encode("Hi") -> {...}
   static Tokenizer fromVocab(const VocabSpec& spec);
+  /// The vocabulary of a GGUF checkpoint's metadata: tokenizer.ggml.model, .pre, .tokens,
+  /// .scores, .token_type, .merges, .bos_token_id, .eos_token_id, .unknown_token_id,
+  /// .add_space_prefix. [tokenizer] error naming a missing key.
+  /// Tokenizer::ggufVocab(io::Checkpoint::open("model.gguf")).model -> "llama"
+  static VocabSpec ggufVocab(const io::Checkpoint& checkpoint);
+  /// A checkpoint's tokenizer: its GGUF metadata for GGUF files, else the tokenizer files of its
+  /// folder (fromFile). Tokenizer::fromCheckpoint(ckpt).encode("Hi")
+  static Tokenizer fromCheckpoint(const io::Checkpoint& checkpoint);
   /// The pieces, scores and types of a SentencePiece `tokenizer.model`, read through
   /// libsentencepiece: fromVocab() of it encodes natively what fromFile() encodes through the
   /// library. Tokenizer::sentencePieceVocab("tokenizer.model").tokens.size() -> 32000 (Llama 2)

@@ -1,11 +1,13 @@
 // radix::Tokenizer: reading tokenizer.json, vocab.json + merges.txt, GGUF vocabularies and
 // tokenizer.model files into the models of tokenizer_bpe.cpp and tokenizer_spm.cpp.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "io/tokenizer_internal.h"
+#include "radix/io.h"
 
 namespace radix {
 
@@ -380,6 +382,40 @@ Tokenizer Tokenizer::fromFile(const std::string& path) {
     return Tokenizer(std::move(impl));
   }
   return Tokenizer(tok::makeSentencePiece(p.string()));
+}
+
+VocabSpec Tokenizer::ggufVocab(const io::Checkpoint& checkpoint) {
+  const auto need = [&](const char* key) -> const io::MetaValue& {
+    const io::MetaValue* value = checkpoint.meta(key);
+    if (!value) fail(std::string("[tokenizer] the GGUF metadata has no ") + key);
+    return *value;
+  };
+  const auto id = [&](const char* key) -> int32_t {
+    const io::MetaValue* value = checkpoint.meta(key);
+    if (!value) return -1;
+    const int64_t v = value->asInt();
+    if (v < -1 || v >= kMaxVocab) fail("[tokenizer] GGUF " + std::string(key) + " " + std::to_string(v) + " is out of range");
+    return static_cast<int32_t>(v);
+  };
+  VocabSpec spec;
+  spec.model = need("tokenizer.ggml.model").asString();
+  if (const io::MetaValue* pre = checkpoint.meta("tokenizer.ggml.pre")) spec.pre = pre->asString();
+  spec.tokens = need("tokenizer.ggml.tokens").asStrings();
+  if (const io::MetaValue* scores = checkpoint.meta("tokenizer.ggml.scores"))
+    for (double score : scores->asFloats()) spec.scores.push_back(static_cast<float>(score));
+  if (const io::MetaValue* types = checkpoint.meta("tokenizer.ggml.token_type"))
+    for (int64_t type : types->asInts()) spec.types.push_back(static_cast<int32_t>(std::clamp<int64_t>(type, -1, 1000)));
+  if (const io::MetaValue* merges = checkpoint.meta("tokenizer.ggml.merges")) spec.merges = merges->asStrings();
+  spec.bos = id("tokenizer.ggml.bos_token_id");
+  spec.eos = id("tokenizer.ggml.eos_token_id");
+  spec.unk = id("tokenizer.ggml.unknown_token_id");
+  if (const io::MetaValue* prefix = checkpoint.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = prefix->asBool();
+  return spec;
+}
+
+Tokenizer Tokenizer::fromCheckpoint(const io::Checkpoint& checkpoint) {
+  if (checkpoint.format() == "gguf" && checkpoint.meta("tokenizer.ggml.model")) return fromVocab(ggufVocab(checkpoint));
+  return fromFile(checkpoint.folder());
 }
 
 VocabSpec Tokenizer::sentencePieceVocab(const std::string& path) { return tok::readSentencePiece(path); }
