@@ -507,6 +507,29 @@ TEST(Tokenizer, Errors) {
   }
 }
 
+// SentencePiece-style tokenizer.json: Prepend + Replace normalizers, or Metaspace (split into words).
+TEST(Tokenizer, SentencePieceStyleJson) {
+  const std::string model =
+      R"({"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,)"
+      R"("vocab":{"<unk>":0,"\u2581":1,"a":2,"b":3,"a\u2581":4,"a\u2581b":5,"\u2581a\u2581b":6,"<0xC3>":7,"<0xA9>":8},)"
+      R"("merges":["a \u2581","a\u2581 b","\u2581 a\u2581b"]})";
+  const std::string normalizer =
+      R"("normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"\u2581"},)"
+      R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"}]},)";
+  const Tokenizer tok = Tokenizer::fromJson(tinyJson(model, "null", normalizer));
+  EXPECT_EQ(tok.kind(), "bpe-sp");
+  // "a▁" is a token: merges may cross word starts, so the text is not cut into words.
+  EXPECT_EQ(tok.encode("a b"), (std::vector<int32_t>{6}));
+  EXPECT_EQ(tok.decode(tok.encode("a b")), "a b");
+  // Byte fallback, then one <unk> for a run of unknown characters (fuse_unk).
+  EXPECT_EQ(tok.encode("\xC3\xA9xyz"), (std::vector<int32_t>{1, 7, 8, 0}));
+  EXPECT_EQ(tok.tokenBytes(7), "\xC3");
+  const Tokenizer meta = Tokenizer::fromJson(tinyJson(model, R"({"type":"Metaspace","replacement":"\u2581","add_prefix_space":true})"));
+  EXPECT_EQ(meta.encode("a b"), (std::vector<int32_t>{1, 2, 1, 3}));
+  // Metaspace prepends only when the text does not start with the marker already.
+  EXPECT_EQ(meta.encode(" a"), (std::vector<int32_t>{1, 2}));
+}
+
 TEST(Tokenizer, EncodeDecodeErrors) {
   const Tokenizer tok = Tokenizer::fromJson(tinyJson(kTinyModel));
   // Bytes without a token and no unknown token: an error naming the byte, never a crash.

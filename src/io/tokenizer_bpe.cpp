@@ -304,6 +304,15 @@ class Bpe final : public Tokenizer::Impl {
       merges_.insert_or_assign(key(left, right), Merge{static_cast<int32_t>(rank), merged});
     }
     for (const std::string& pattern : spec.patterns) regexes_.push_back(std::make_unique<Regex>(pattern, origin_));
+    // Without a pre-tokenizer the whole text is one word. When no token holds the space marker
+    // after another character ("x▁"), no merge can cross the start of a "▁word": such words
+    // encode independently (same ids, and repeated words once).
+    if (!byteLevel_ && !space_.empty() && !splitOnSpace_ && regexes_.empty()) {
+      wordsSplit_ = true;
+      for (const std::string& text : texts)
+        for (size_t at = text.find(space_, 1); at != std::string::npos && wordsSplit_; at = text.find(space_, at + 1))
+          if (at < space_.size() || text.compare(at - space_.size(), space_.size(), space_) != 0) wordsSplit_ = false;
+    }
   }
 
   std::string kind() const override { return byteLevel_ ? "bpe" : "bpe-sp"; }
@@ -336,11 +345,13 @@ class Bpe final : public Tokenizer::Impl {
     }
     std::vector<std::pair<size_t, size_t>> pieces, next;
     if (!input.empty()) pieces.emplace_back(0, input.size());
-    if (splitOnSpace_ && !space_.empty()) {
-      // Metaspace's split: a word starts at each marker.
+    if ((splitOnSpace_ || wordsSplit_) && !space_.empty() && !input.empty()) {
+      // Metaspace's split: a word starts at each marker; wordsSplit_: at each marker after another character.
       pieces.clear();
       size_t begin = 0;
+      const size_t m = space_.size();
       for (size_t at = input.find(space_, 1); at != std::string_view::npos; at = input.find(space_, at + 1)) {
+        if (!splitOnSpace_ && at >= m && input.substr(at - m, m) == space_) continue;
         pieces.emplace_back(begin, at);
         begin = at;
       }
@@ -502,6 +513,7 @@ class Bpe final : public Tokenizer::Impl {
 
   std::string origin_;
   bool byteLevel_, ignoreMerges_, addPrefixSpace_, byteFallback_, fuseUnk_, prependAlways_, splitOnSpace_;
+  bool wordsSplit_ = false;
   std::string prepend_, space_;
   int32_t unk_;
   std::vector<std::string> bytes_;  // id -> raw bytes
