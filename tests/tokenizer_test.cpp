@@ -631,6 +631,9 @@ TEST(Tokenizer, PreTokenizerPieces) {
   EXPECT_EQ(pieces(gpt2, "\xE4\xBD" "a"), (Pieces{"\xE4\xBD", "a"}));
   // A pattern that matches the empty string cuts nothing there.
   EXPECT_EQ(pieces("x*", "abxxc"), (Pieces{"ab", "xx", "c"}));
+  // Catastrophic backtracking in a tokenizer.json's regex: an error, not a hang.
+  EXPECT_EQ(errorOf([] { pieces("(a+)+$", std::string(40, 'a') + "b"); }),
+            "[tokenizer] pre-tokenizer regex failed at byte 0: match limit exceeded");
 }
 
 // ---- Native SentencePiece details ----

@@ -186,29 +186,36 @@ Regex::~Regex() {
   pcre2_code_free(static_cast<pcre2_code*>(code_));
 }
 
-void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const {
+Regex::Scratch::Scratch(const Regex& regex) {
+  auto* data = pcre2_match_data_create_from_pattern(static_cast<pcre2_code*>(regex.code_), nullptr);
+  auto* context = pcre2_match_context_copy(static_cast<pcre2_match_context*>(regex.context_));
+  // JIT stacks may not be shared between threads: one per scratch.
+  auto* stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
+  data_ = data, context_ = context, stack_ = stack;
+  if (!data || !context || !stack) {
+    this->~Scratch();
+    fail("[tokenizer] out of memory for the regex matcher");
+  }
+  pcre2_jit_stack_assign(context, nullptr, stack);
+}
+
+Regex::Scratch::~Scratch() {
+  pcre2_jit_stack_free(static_cast<pcre2_jit_stack*>(stack_));
+  pcre2_match_context_free(static_cast<pcre2_match_context*>(context_));
+  pcre2_match_data_free(static_cast<pcre2_match_data*>(data_));
+  data_ = context_ = stack_ = nullptr;
+}
+
+void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces,
+                  Scratch& scratch) const {
   auto* code = static_cast<pcre2_code*>(code_);
-  struct Scratch {
-    pcre2_match_data* data;
-    pcre2_match_context* context;
-    pcre2_jit_stack* stack;
-    ~Scratch() {
-      pcre2_jit_stack_free(stack);
-      pcre2_match_context_free(context);
-      pcre2_match_data_free(data);
-    }
-  };
-  // One JIT stack per call: stacks may not be shared between threads.
-  Scratch scratch{pcre2_match_data_create_from_pattern(code, nullptr),
-                  pcre2_match_context_copy(static_cast<pcre2_match_context*>(context_)),
-                  pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr)};
-  if (!scratch.data || !scratch.context || !scratch.stack) fail("[tokenizer] out of memory for the regex matcher");
-  pcre2_jit_stack_assign(scratch.context, nullptr, scratch.stack);
+  auto* data = static_cast<pcre2_match_data*>(scratch.data_);
+  auto* context = static_cast<pcre2_match_context*>(scratch.context_);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + begin);
   const size_t length = end - begin;
   size_t gap = 0, from = 0;
   while (from < length) {
-    const int rc = pcre2_match(code, subject, length, from, 0, scratch.data, scratch.context);
+    const int rc = pcre2_match(code, subject, length, from, 0, data, context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       PCRE2_UCHAR buffer[256];
@@ -216,7 +223,7 @@ void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<s
       fail("[tokenizer] pre-tokenizer regex failed at byte " + std::to_string(begin + from) + ": " +
            reinterpret_cast<const char*>(buffer));
     }
-    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(scratch.data);
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t s = ovector[0], t = ovector[1];
     if (t <= s || s < from || t > length) {
       // An empty match (possible with a tokenizer.json's own regex) cuts nothing: look further.
@@ -359,7 +366,8 @@ class Bpe final : public Tokenizer::Impl {
     }
     for (const auto& regex : regexes_) {
       next.clear();
-      for (auto [b, e] : pieces) regex->split(input, b, e, next);
+      Regex::Scratch scratch(*regex);
+      for (auto [b, e] : pieces) regex->split(input, b, e, next, scratch);
       pieces.swap(next);
     }
     std::vector<int32_t> out;

@@ -58,9 +58,29 @@ class Regex {
   ~Regex();
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
+  /// Per-thread match state (match data, JIT stack): one per encode() call, reused across pieces.
+  class Scratch {
+   public:
+    explicit Scratch(const Regex& regex);
+    ~Scratch();
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+   private:
+    friend class Regex;
+    void* data_ = nullptr;     // pcre2_match_data_8*
+    void* context_ = nullptr;  // pcre2_match_context_8*
+    void* stack_ = nullptr;    // pcre2_jit_stack_8*
+  };
   /// Appends to `pieces` the [begin, end) ranges of text[begin, end) cut as HF's Split with
   /// behavior Isolated: every match, and every gap between matches, is a piece.
-  void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const;
+  void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces,
+             Scratch& scratch) const;
+  /// The same with a scratch of its own.
+  void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const {
+    Scratch scratch(*this);
+    split(text, begin, end, pieces, scratch);
+  }
 
  private:
   void* code_ = nullptr;     // pcre2_code_8*
