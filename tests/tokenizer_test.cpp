@@ -302,6 +302,19 @@ TEST(Tokenizer, Gpt2TokenizerJsonMatchesHuggingFaceJs) {
   }
 }
 
+// The embedded default model's tokenizer.json (models/kjv/) against HF's JS port.
+TEST(Tokenizer, KjvModelTokenizerMatchesHuggingFaceJs) {
+  const Tokenizer tok = Tokenizer::fromFile((kSource / "models/kjv/tokenizer.json").string());
+  EXPECT_EQ(tok.eos(), tok.tokenId("<|endoftext|>"));
+  for (const char* label : {"sample", "kjv"}) {
+    const Expected e = expected(std::string("kjvmodel-") + label);
+    checkFresh(e, label);
+    const std::vector<int32_t> ids = tok.encode(e.text);
+    expectSameIds(tok, ids, e.ids, std::string("models/kjv/tokenizer.json vs @huggingface/tokenizers, ") + label);
+    EXPECT_EQ(tok.decode(ids), e.text);
+  }
+}
+
 TEST(Tokenizer, Llama3MatchesTransformersJs) {
   const Tokenizer& tok = llama3();
   EXPECT_EQ(tok.vocabSize(), 128256);

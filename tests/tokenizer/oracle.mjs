@@ -72,9 +72,13 @@ const llama2Json = {
 fs.writeFileSync(path.join(here, 'llama2-tokenizer.json'), JSON.stringify(llama2Json));
 const llama2hf = new Tokenizer(llama2Json, {});
 
+// The embedded default model's tokenizer (models/kjv/tokenizer.json, trained by tools/train_kjv.py).
+const kjvModel = new Tokenizer(JSON.parse(fs.readFileSync(path.join(source, 'models/kjv/tokenizer.json'), 'utf8')), {});
+
 const oracles = {
   gpt2: (t) => gpt2.encode(t),
   gpt2hf: (t) => Array.from(gpt2hf.encode(t, { add_special_tokens: false }).ids),
+  kjvmodel: (t) => Array.from(kjvModel.encode(t, { add_special_tokens: false }).ids),
   llama3: (t) => Array.from(llama3.encode(t, { add_special_tokens: false })),
   llama3hf: (t) => Array.from(hf.encode(t, { add_special_tokens: false }).ids),
   // add_bos_token = false, add_preceding_space = true (SentencePiece's dummy prefix)
