@@ -13,11 +13,14 @@
 ///
 /// SentencePiece: `tokenizer.model` files go through libsentencepiece; GGUF vocabularies
 /// (model "llama") are encoded natively as llama.cpp does (merges by piece score, U+2581 for
-/// spaces, a dummy space prefix, <0xNN> byte fallback, the unknown token otherwise).
+/// spaces, a dummy space prefix, <0xNN> byte fallback, the unknown token otherwise); HF's
+/// SentencePiece-style tokenizer.json (Llama 2: Prepend/Replace normalizers or Metaspace,
+/// byte_fallback) natively by merge ranks.
 ///
 /// Special tokens (matching "<|endoftext|>" in text), BOS/EOS insertion and chat templates are
-/// out of scope: encode() treats all text as plain text. Errors are radix::Error "[tokenizer] ..."
-/// naming the file and field.
+/// out of scope: encode() treats all text as plain text, and special / control tokens decode to
+/// nothing. Errors are radix::Error "[tokenizer] ..." naming the file and field.
+/// docs/tokenizers.md has the details and how the tests check them.
 #include <cstdint>
 #include <memory>
 #include <span>
