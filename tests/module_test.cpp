@@ -3,6 +3,8 @@
 #include <radix/radix.h>
 #include <radix/testing.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "mlp/mlp.h"
@@ -179,6 +181,43 @@ TEST(Module, DonationOfTransposedInputIsStillCorrect) {
   Tensor y = radix::testing::compileAndCall(cpu(), fn, x);
   radix::testing::expectClose(y, {2, 6, 10, 6, 10, 14, 10, 14, 18}, 0);
   EXPECT_EQ(y.bufferAddress(), address);
+}
+
+// A KV-cache write into a donated buffer touches the written rows only: no full-size copy of
+// the cache onto itself is left in the lowered code.
+TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
+  const std::string dir = ::testing::TempDir() + "radix_donated_self_copy";
+  std::filesystem::remove_all(dir);
+  radix::CompileOptions options;
+  options.threads = 1;
+  options.dumpDir = dir;
+  options.dumpPasses = true;
+  options.dumpPassRegex = "convert-linalg-to-loops";
+  const radix::Platform platform = cpu().withOptions(options);
+  auto write = [](Tensor cache, Tensor row, Tensor pos) {
+    return cache.dynamicUpdateSlice({{"s", pos}}, row).reuseBuffer(cache);
+  };
+  const Shape cacheShape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
+  std::vector<float> zeros(64 * 6, 0.f);
+  Tensor cache = Tensor::fromValues(platform, cacheShape, zeros);
+  Tensor row = Tensor::fromValues(platform, Shape({1, 2, 3}, DType::f32).withTags({"s", "h", "d"}), {1, 2, 3, 4, 5, 6});
+  Tensor pos = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{7});
+  const void* address = cache.bufferAddress();
+  Tensor result = radix::testing::compileAndCall(platform, write, cache, row, pos);
+  EXPECT_EQ(result.bufferAddress(), address);
+  std::vector<float> expected = zeros;
+  for (int i = 0; i < 6; ++i) expected[7 * 6 + i] = static_cast<float>(i + 1);
+  radix::testing::expectClose(result, expected, 0);
+  int dumps = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
+    ++dumps;
+    std::ifstream in(entry.path());
+    for (std::string line; std::getline(in, line);)
+      EXPECT_EQ(line.find("memref<64x2x3xf32> to memref<64x2x3xf32>"), std::string::npos) << line;
+  }
+  EXPECT_EQ(dumps, 1);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Module, DonatingOneArgumentTwiceIsAnError) {

@@ -67,7 +67,7 @@ constexpr const char* kPackedEntry = "_mlir_radix_entry";
 constexpr const char* kEntryKeySymbol = "radix_entry_key";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-8";
+constexpr const char* kPipelineVersion = "pipeline-8d";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -412,6 +412,34 @@ void retypeZeroSizeBoundaries(mlir::ModuleOp module, std::vector<int32_t>& mainA
   }
 }
 
+/// A donated result's out-parameter is its argument's own buffer (the runtime passes the same
+/// pointer), so the copy of that argument into it, which bufferization leaves when the result was
+/// computed in place, is a full pass over the buffer that does nothing: a KV-cache write would
+/// otherwise cost the whole cache every call.
+void dropDonatedSelfCopies(mlir::ModuleOp module, const Signature& signature,
+                           const std::vector<int32_t>& resultAlias) {
+  auto main = module.lookupSymbol<mlir::func::FuncOp>(kEntry);
+  if (!main || main.isExternal()) return;
+  const size_t numArgs = signature.argShapes.size();
+  std::vector<std::pair<mlir::Value, mlir::Value>> selfCopies;
+  size_t out = numArgs;
+  for (size_t r = 0; r < resultAlias.size() && r < signature.donations.size(); ++r) {
+    if (resultAlias[r] != -1) continue;
+    const size_t outParam = out++;
+    const int32_t a = signature.donations[r];
+    if (a < 0 || outParam >= main.getNumArguments()) continue;
+    selfCopies.emplace_back(main.getArgument(static_cast<unsigned>(a)), main.getArgument(static_cast<unsigned>(outParam)));
+  }
+  if (selfCopies.empty()) return;
+  std::vector<mlir::Operation*> dead;
+  main.walk([&](mlir::memref::CopyOp copy) {
+    for (const auto& [from, to] : selfCopies)
+      if ((copy.getSource() == from && copy.getTarget() == to) || (copy.getSource() == from && copy.getTarget() == from))
+        dead.push_back(copy);
+  });
+  for (mlir::Operation* op : dead) op->erase();
+}
+
 }  // namespace
 
 static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
@@ -505,6 +533,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     retypeZeroSizeBoundaries(*lowered, resultAlias);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
     runPipeline(kBufferizePipeline, "bufferization");
+    dropDonatedSelfCopies(*lowered, signature, resultAlias);
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");
     keepCallsOutOfLine(*lowered);

@@ -380,52 +380,15 @@ Tensor Tensor::dynamicUpdateSlice(const std::vector<std::pair<Axis, Tensor>>& of
     at[a] = scalarOffset(op, c, loc, t, shape_, axis, shape_.dim(a) - us.dim(a));
   }
   if (us.count() == 0) return c.wrap(x, shape_);
-  // A window that is contiguous in x (size-1 axes, then one partial axis, then whole axes: the
-  // KV-cache write {s=1,h,d} into {s,h,d}) is one tensor.insert_slice, a memcpy of the update
-  // into x's buffer.
-  int64_t partial = 0;
-  while (partial < rank() && us.dim(partial) == 1) ++partial;
-  bool contiguous = true;
-  for (int64_t k = partial + 1; k < rank(); ++k) contiguous = contiguous && us.dim(k) == shape_.dim(k);
-  if (contiguous) {
-    std::vector<mlir::OpFoldResult> offsets, sizes, strides;
-    for (int64_t k = 0; k < rank(); ++k) {
-      offsets.push_back(at[k] ? mlir::OpFoldResult(at[k]) : mlir::OpFoldResult(b.getIndexAttr(0)));
-      sizes.push_back(b.getIndexAttr(us.dim(k)));
-      strides.push_back(b.getIndexAttr(1));
-    }
-    return c.wrap(mlir::tensor::InsertSliceOp::create(b, loc, v, x, offsets, sizes, strides), shape_);
+  // One tensor.insert_slice: it writes only the window into x's buffer (a memcpy when the window
+  // is contiguous, as the KV-cache write {s=1,h,d} into {s,h,d}; MLIR's memrefCopy otherwise).
+  std::vector<mlir::OpFoldResult> sliceOffsets, sizes, strides;
+  for (int64_t k = 0; k < rank(); ++k) {
+    sliceOffsets.push_back(at[k] ? mlir::OpFoldResult(at[k]) : mlir::OpFoldResult(b.getIndexAttr(0)));
+    sizes.push_back(b.getIndexAttr(us.dim(k)));
+    strides.push_back(b.getIndexAttr(1));
   }
-  // Otherwise one pass over x that writes x's own buffer: element o takes update[o - offset]
-  // inside the window, else keeps its value. (A strided tensor.insert_slice would leave a strided
-  // memref.copy, which needs a runtime library call; a loop nest of tensor.insert conflicts with
-  // donating x to the result in one-shot bufferization.)
-  const unsigned n = static_cast<unsigned>(rank());
-  auto map = mlir::AffineMap::getMultiDimIdentityMap(n, &c.mlir());
-  std::vector<mlir::utils::IteratorType> iters(n, mlir::utils::IteratorType::parallel);
-  auto generic = mlir::linalg::GenericOp::create(
-      b, loc, mlir::TypeRange{x.getType()}, mlir::ValueRange{}, mlir::ValueRange{x}, llvm::ArrayRef<mlir::AffineMap>{map}, iters,
-      [&](mlir::OpBuilder& nb, mlir::Location nl, mlir::ValueRange args) {
-        std::vector<mlir::Value> src;
-        mlir::Value inside;
-        for (int64_t k = 0; k < rank(); ++k) {
-          mlir::Value idx = mlir::linalg::IndexOp::create(nb, nl, static_cast<uint64_t>(k));
-          if (us.dim(k) == shape_.dim(k)) {  // the window spans the axis: offset 0
-            src.push_back(idx);
-            continue;
-          }
-          mlir::Value pos = mlir::arith::SubIOp::create(nb, nl, idx, at[k] ? at[k] : mlir::arith::ConstantIndexOp::create(nb, nl, 0).getResult());
-          // Unsigned: a negative position is huge, so one compare checks both ends.
-          mlir::Value in = mlir::arith::CmpIOp::create(nb, nl, mlir::arith::CmpIPredicate::ult, pos,
-                                                       mlir::arith::ConstantIndexOp::create(nb, nl, us.dim(k)));
-          inside = inside ? mlir::arith::AndIOp::create(nb, nl, inside, in).getResult() : in;
-          src.push_back(mlir::arith::SelectOp::create(nb, nl, in, pos, mlir::arith::ConstantIndexOp::create(nb, nl, 0)));
-        }
-        mlir::Value e = mlir::tensor::ExtractOp::create(nb, nl, v, src);
-        if (inside) e = mlir::arith::SelectOp::create(nb, nl, inside, e, args[0]);
-        mlir::linalg::YieldOp::create(nb, nl, e);
-      });
-  return c.wrap(generic.getResult(0), shape_);
+  return c.wrap(mlir::tensor::InsertSliceOp::create(b, loc, v, x, sliceOffsets, sizes, strides), shape_);
 }
 
 Tensor Tensor::dynamicUpdateSlice1d(Axis axis, const Tensor& offset, const Tensor& update, Loc l) const {
