@@ -149,9 +149,10 @@ class Random:
         return torch.randn(*shape, generator=self.g) * std
 
     def linear(self, out, inp):
-        # std 1/sqrt(in) keeps activations O(1), so that logits spread out and greedy ids are
-        # stable against rounding.
-        return self.normal(out, inp, std=inp ** -0.5)
+        # std 2/sqrt(in): the layers outweigh the token embedding, so that greedy generation
+        # moves on instead of repeating one token, and logits spread out (greedy ids are then
+        # stable against rounding).
+        return self.normal(out, inp, std=2.0 * inp ** -0.5)
 
     def norm(self, n):
         return 1.0 + self.normal(n, std=0.1)
