@@ -247,17 +247,18 @@ int bench(Args args) {
                     static_cast<long long>(count), mean, std::sqrt(var));
         std::fflush(stdout);
       };
-      const int64_t context = std::max(prompt, gen);
+      // As llama-bench: pp from an empty cache of `prompt` tokens, tg from an empty cache of
+      // `gen` tokens (each test gets its own context, so decode attends over gen positions).
       if (prompt > 0)
         row("pp", prompt, [&] {
           std::vector<int32_t> ids(static_cast<size_t>(prompt));
           for (int32_t& id : ids) id = token(random);
-          lm.reset(context);
+          lm.reset(prompt);
           (void)lm.feed(ids).toVector<float>();
         });
       if (gen > 0)
         row("tg", gen, [&] {
-          lm.reset(context);
+          lm.reset(gen);
           radix::Rng rng;
           int32_t next = token(random);
           for (int64_t i = 0; i < gen; ++i) next = lm.sample(lm.feed(std::span<const int32_t>(&next, 1)), {}, rng);

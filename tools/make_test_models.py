@@ -269,9 +269,23 @@ def permute_rows(w, heads):
     return w.reshape(heads, 2, out // heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
 
 
-def write_gguf(path, arch, meta, tensors):
-    import gguf_writer  # tools/gguf_writer.py (engineer `io`)
-    gguf_writer.write(path, arch, meta, tensors)
+def write_gguf(path, meta, tensors):
+    """meta: key -> value (ints as UINT32 as llama.cpp writes counts, floats as FLOAT32, lists of
+    ints as INT32 arrays); tensors: (name, numpy f32 array) in row-major dims."""
+    from gguf_writer import GGUFWriter, Value  # tools/gguf_writer.py
+    w = GGUFWriter(version=3, alignment=32)
+    for key, value in meta.items():
+        if isinstance(value, bool):
+            w.add(key, value)
+        elif isinstance(value, int):
+            w.add(key, Value("UINT32", value))
+        elif isinstance(value, list) and value and isinstance(value[0], int):
+            w.add(key, Value("ARRAY", value, elem="INT32"))
+        else:
+            w.add(key, value)
+    for name, array in tensors:
+        w.add_tensor(name, array.astype(np.float32), "F32")
+    w.write(path)
 
 
 def make_llama_gguf(out, name, c, w, tokenizer):
@@ -302,7 +316,7 @@ def make_llama_gguf(out, name, c, w, tokenizer):
     if "lm_head.weight" in w:
         tensors.append(("output.weight", w["lm_head.weight"]))
     path = os.path.join(out, name + ".gguf")
-    write_gguf(path, "llama", meta, [(n, t.contiguous().numpy()) for n, t in tensors])
+    write_gguf(path, meta, [(n, t.contiguous().numpy()) for n, t in tensors])
     return path
 
 
@@ -328,7 +342,7 @@ def make_gpt2_gguf(out, name, c, w, tokenizer):
     tensors += [("output_norm.weight", w["ln_f.weight"]), ("output_norm.bias", w["ln_f.bias"]),
                 ("output.weight", w["wte.weight"])]
     path = os.path.join(out, name + ".gguf")
-    write_gguf(path, "gpt2", meta, [(n, t.contiguous().numpy()) for n, t in tensors])
+    write_gguf(path, meta, [(n, t.contiguous().numpy()) for n, t in tensors])
     return path
 
 
