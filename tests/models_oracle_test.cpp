@@ -114,6 +114,25 @@ TEST(ModelsEngine, SeededSamplingIsReproducibleAndGreedyIsArgmax) {
   EXPECT_EQ(lm.generate(prompt, 6, {}), want.greedy);
 }
 
+TEST(ModelsEngine, GenerationGoesOnPastTheContextFromItsLastHalf) {
+  LanguageModel lm = LanguageModel::open(testPlatform(), testModels() + "/gpt2-tiny");
+  ASSERT_EQ(lm.maxContext(), 128);
+  const std::vector<int32_t> prompt = byteIds("Once upon a time");
+  const std::vector<int32_t> all = lm.generate(prompt, 150, {});
+  ASSERT_EQ(all.size(), 150u);
+  // Up to the full context, the same tokens as without a shift.
+  const std::vector<int32_t> head = lm.generate(prompt, 113, {});
+  EXPECT_TRUE(std::equal(head.begin(), head.end(), all.begin()));
+  // With 16 + 113 tokens the last 64 are fed again from position 0; the next token is the
+  // oracle's greedy continuation of those 64.
+  std::vector<int32_t> history = prompt;
+  history.insert(history.end(), all.begin(), all.begin() + 113);
+  const std::vector<int32_t> window(history.end() - 64, history.end());
+  const Oracle& want = oracle("gpt2_ref.py", testModels() + "/gpt2-tiny", window, 1, "f32");
+  ASSERT_EQ(want.greedy.size(), 1u);
+  EXPECT_EQ(all[113], want.greedy[0]);
+}
+
 TEST(ModelsEngine, Utf8StreamHoldsBackUnfinishedCharacters) {
   Utf8Stream s;
   EXPECT_EQ(s.push("a\xe4\xbd"), "a");

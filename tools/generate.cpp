@@ -127,9 +127,9 @@ int generate(Args args) {
   const radix::Tokenizer& tokenizer = lm.tokenizer();
   const std::vector<int32_t> promptIds = tokenizer.encode(*prompt);
   if (promptIds.empty()) throw UsageError{"[generate] the prompt encodes to no tokens"};
-  if (static_cast<int64_t>(promptIds.size()) + *n > lm.maxContext())
-    throw UsageError{"[generate] " + std::to_string(promptIds.size()) + " prompt tokens + " + std::to_string(*n) +
-                     " do not fit the model's context of " + std::to_string(lm.maxContext())};
+  if (static_cast<int64_t>(promptIds.size()) >= lm.maxContext())
+    throw UsageError{"[generate] the prompt's " + std::to_string(promptIds.size()) +
+                     " tokens do not fit the model's context of " + std::to_string(lm.maxContext())};
   const double loadSeconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   models::Utf8Stream stream;

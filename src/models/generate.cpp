@@ -279,7 +279,12 @@ std::vector<int32_t> LanguageModel::generate(std::span<const int32_t> prompt, in
   using Clock = std::chrono::steady_clock;
   if (prompt.empty()) fail("the prompt has no tokens");
   if (n < 0) fail("cannot generate a negative number of tokens");
-  reset(static_cast<int64_t>(prompt.size()) + std::max<int64_t>(n, 1));
+  const int64_t promptLength = static_cast<int64_t>(prompt.size());
+  if (promptLength >= impl_->maxContext)
+    fail(std::to_string(promptLength) + " prompt tokens do not fit the model's context of " +
+         std::to_string(impl_->maxContext) + " with room to generate");
+  reset(std::min(promptLength + std::max<int64_t>(n, 1), impl_->maxContext));
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
   Rng rng = Rng::init(impl_->platform, sampling.seed);
   const int32_t eos = impl_->tokenizer ? impl_->tokenizer->eos() : -1;
   const auto t0 = Clock::now();
@@ -292,7 +297,15 @@ std::vector<int32_t> LanguageModel::generate(std::span<const int32_t> prompt, in
     out.push_back(next);
     if (onToken) onToken(next);
     if (i + 1 == n || (stopAtEos && next == eos)) break;
-    logits = feed(std::span<const int32_t>(&next, 1));
+    history.push_back(next);
+    if (position() == context()) {
+      // The context is full: start over from its last half (a context shift, as llama.cpp's).
+      const int64_t keep = context() / 2;
+      impl_->position = 0;
+      logits = feed(std::span<const int32_t>(history).last(static_cast<size_t>(keep)));
+    } else {
+      logits = feed(std::span<const int32_t>(&next, 1));
+    }
     ++steps;
     next = sample(logits, sampling, rng);
   }

@@ -103,6 +103,8 @@ class LanguageModel {
   int32_t sample(const Tensor& logits, const Sampling& sampling, Rng& rng);
   /// reset(prompt + n), feeds the prompt, then samples and feeds n tokens, calling `onToken` for
   /// each as it comes. Stops early at the tokenizer's EOS when `stopAtEos`. Returns the ids.
+  /// Beyond maxContext() (the prompt itself must be shorter), generation goes on from the last
+  /// half of the context, re-fed from position 0 (a context shift).
   std::vector<int32_t> generate(std::span<const int32_t> prompt, int64_t n, const Sampling& sampling,
                                 const std::function<void(int32_t)>& onToken = {}, GenerateStats* stats = nullptr,
                                 bool stopAtEos = false);
