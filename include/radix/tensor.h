@@ -81,6 +81,12 @@ class Tensor {
   static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<T>& values);
   /// Copies raw bytes (already in the shape's dtype, row-major) into a new buffer.
   static Tensor fromBytes(const Platform& platform, Shape shape, const void* data, size_t bytes);
+  /// Binds memory the caller owns, without copying (zero-copy weights, e.g. an mmapped
+  /// checkpoint): `data` holds shape.byteSize() bytes in the shape's dtype, row-major, aligned at
+  /// least to the element size; `owner` keeps them alive while any Tensor uses them. The bytes are
+  /// never written: donating such a tensor (reuseBuffer) copies them first.
+  /// Tensor::fromExternal(cpu, Shape({768}, f32), mapped + off, mapping) -> {768}:f32
+  static Tensor fromExternal(const Platform& platform, Shape shape, const void* data, std::shared_ptr<const void> owner);
 
   /// The shape: dims, dtype, tags, sharding.
   const Shape& shape() const { return shape_; }

@@ -94,6 +94,14 @@ class CpuExecutable final : public Executable {
       }
       args[a] = buffer.get();
     }
+    // External memory (Tensor::fromExternal, e.g. mmapped weights) is never written: a donated one
+    // is copied into owned storage first, which the result then takes.
+    for (int32_t a : sig.donations)
+      if (a >= 0 && args[a]->storage->isExternal()) {
+        auto copy = std::make_shared<Storage>(args[a]->storage->bytes);
+        if (copy->bytes) std::memcpy(copy->data, args[a]->storage->data, copy->bytes);
+        args[a]->storage = std::move(copy);
+      }
     std::vector<std::shared_ptr<Storage>> outputs;
     for (size_t r = 0; r < sig.resultShapes.size(); ++r) {
       const int32_t a = sig.donations[r];

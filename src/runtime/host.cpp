@@ -24,7 +24,11 @@ Storage::Storage(size_t n) : bytes(n) {
   data = std::aligned_alloc(64, std::max<size_t>(64, (n + 63) / 64 * 64));
   if (!data) throw Error("[buffer] out of memory allocating " + std::to_string(n) + " bytes");
 }
-Storage::~Storage() { std::free(data); }
+Storage::Storage(const void* external, size_t n, std::shared_ptr<const void> owner)
+    : data(const_cast<void*>(external)), bytes(n), owner_(std::move(owner)), external_(true) {}
+Storage::~Storage() {
+  if (!external_) std::free(data);
+}
 
 Storage& liveStorage(const DeviceBuffer& buffer, const std::string& op, const Shape& shape) {
   if (buffer.donated || !buffer.storage)
@@ -355,6 +359,18 @@ Tensor Tensor::fromBytes(const Platform&, Shape shape, const void* data, size_t 
   auto buffer = std::make_shared<DeviceBuffer>();
   buffer->storage = std::make_shared<Storage>(bytes);
   if (bytes) std::memcpy(buffer->storage->data, data, bytes);
+  return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
+}
+
+Tensor Tensor::fromExternal(const Platform&, Shape shape, const void* data, std::shared_ptr<const void> owner) {
+  const size_t bytes = shape.byteSize();
+  const size_t align = sizeOf(shape.dtype());
+  if (bytes && !data) throw Error("[fromExternal] null data for " + shape.str());
+  if (reinterpret_cast<uintptr_t>(data) % align != 0)
+    throw Error("[fromExternal] data for " + shape.str() + " is not aligned to its element size (" +
+                std::to_string(align) + " bytes)");
+  auto buffer = std::make_shared<DeviceBuffer>();
+  buffer->storage = std::make_shared<Storage>(data, bytes, std::move(owner));
   return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
 }
 

@@ -16,14 +16,21 @@ struct PlatformState {
   CompileOptions options;
 };
 
-/// 64-byte aligned host memory.
+/// 64-byte aligned host memory, or memory owned elsewhere (Tensor::fromExternal: `owner` keeps it
+/// alive; it is read-only, so a donation copies it into owned Storage first).
 struct Storage {
   explicit Storage(size_t bytes);
+  Storage(const void* external, size_t bytes, std::shared_ptr<const void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
+  bool isExternal() const { return external_; }
   void* data = nullptr;
   size_t bytes = 0;
+
+ private:
+  std::shared_ptr<const void> owner_;
+  bool external_ = false;
 };
 
 /// What a bound Tensor points at. Donation moves `storage` to a result and leaves this

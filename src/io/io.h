@@ -1,0 +1,73 @@
+#pragma once
+// Private parts of the checkpoint loaders: the shared Checkpoint state, mapped files, and the
+// format parsers (src/io/safetensors.cpp, src/io/gguf.cpp) that fill it.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "radix/io.h"
+
+namespace radix::io {
+
+/// Bytes of one file (mmapped read-only, MAP_PRIVATE) or of caller memory; `owner` keeps them alive.
+struct Source {
+  std::shared_ptr<const void> owner;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  std::string label;  // the path or name shown in errors
+  std::span<const uint8_t> bytes() const { return {data, size}; }
+};
+
+/// Maps a whole file; "[checkpoint] PATH: ..." when it cannot be opened or mapped.
+Source mapFile(const std::string& path, const std::string& prefix);
+/// Caller memory, not owned.
+Source memorySource(std::span<const uint8_t> bytes, std::string label);
+
+struct Checkpoint::Impl {
+  std::string format;
+  std::string folder;
+  std::vector<TensorInfo> tensors;
+  std::vector<const uint8_t*> data;    // per tensor: its first byte
+  std::vector<size_t> source;          // per tensor: index into sources
+  std::vector<Source> sources;
+  std::unordered_map<std::string, size_t> byName;
+  std::map<std::string, MetaValue> metadata;
+  Progress progress = Progress::automatic;
+
+  /// Adds a tensor; false when the name is already present.
+  bool add(TensorInfo info, const uint8_t* bytes, size_t sourceIndex);
+};
+
+/// Parses one safetensors file into `impl` (tensors, and __metadata__ into metadata when
+/// `withMetadata`). Errors: "[safetensors] LABEL: offset N: FIELD: ...".
+void parseSafetensors(Checkpoint::Impl& impl, size_t sourceIndex, bool withMetadata);
+/// Parses one GGUF file into `impl`. Errors: "[gguf] LABEL: offset N: FIELD: ...".
+void parseGguf(Checkpoint::Impl& impl, size_t sourceIndex);
+
+/// A name as it appears in messages: quoted, control bytes escaped, cut after 200 bytes.
+std::string quotedName(std::string_view s);
+
+/// A JSON document's top-level keys as metadata (nested objects as their JSON text);
+/// "[PREFIX] LABEL: ..." when it is not a JSON object.
+std::map<std::string, MetaValue> jsonMetadata(std::string_view text, const std::string& label, const std::string& prefix);
+
+/// Progress on stderr for loads: "[load] 120.0/474.7 MiB  80.1 MiB/s  ETA 4s".
+class ProgressBar {
+ public:
+  ProgressBar(Progress mode, uint64_t total);
+  ~ProgressBar();
+  void advance(uint64_t bytes);
+  bool active() const { return active_; }
+
+ private:
+  void draw(bool final);
+  bool active_ = false;
+  uint64_t total_ = 0, done_ = 0;
+  double start_ = 0, last_ = 0;
+};
+
+}  // namespace radix::io

@@ -1,0 +1,359 @@
+// radix::Tokenizer: reading tokenizer.json, vocab.json + merges.txt, GGUF vocabularies and
+// tokenizer.model files into the models of tokenizer_bpe.cpp and tokenizer_spm.cpp.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "io/tokenizer_internal.h"
+
+namespace radix {
+
+namespace {
+
+using nlohmann::json;
+using tok::fail;
+
+// Ids above this are rejected: a hostile file must not make us allocate gigabytes.
+constexpr int64_t kMaxVocab = 1 << 24;
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("[tokenizer] cannot open " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail("[tokenizer] cannot read " + path.string());
+  return text.str();
+}
+
+json parseJson(std::string_view text, const std::string& origin) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    fail("[tokenizer] " + origin + ": bad JSON: " + e.what());
+  }
+}
+
+std::string typeOf(const json& j) { return j.type_name(); }
+
+// Sets texts[id] = text, growing texts; conflicting spellings of one id are an error.
+void place(std::vector<std::string>& texts, int64_t id, const std::string& text, const std::string& origin,
+           const std::string& field) {
+  if (id < 0 || id >= kMaxVocab)
+    fail("[tokenizer] " + origin + ": " + field + " \"" + text + "\" has id " + std::to_string(id) + ", outside [0, " +
+         std::to_string(kMaxVocab) + ")");
+  if (text.empty()) fail("[tokenizer] " + origin + ": " + field + " has an empty token (id " + std::to_string(id) + ")");
+  if (static_cast<size_t>(id) >= texts.size()) texts.resize(id + 1);
+  if (!texts[id].empty() && texts[id] != text)
+    fail("[tokenizer] " + origin + ": " + field + ": id " + std::to_string(id) + " is both \"" + texts[id] + "\" and \"" + text + "\"");
+  texts[id] = text;
+}
+
+std::vector<std::string> vocabFromJson(const json& vocab, const std::string& origin, const std::string& field) {
+  if (!vocab.is_object()) fail("[tokenizer] " + origin + ": " + field + " is " + typeOf(vocab) + ", expected an object of token -> id");
+  std::vector<std::string> texts;
+  for (const auto& [text, id] : vocab.items()) {
+    if (!id.is_number_integer())
+      fail("[tokenizer] " + origin + ": " + field + "[\"" + text + "\"] is " + typeOf(id) + ", expected an integer id");
+    place(texts, id.get<int64_t>(), text, origin, field);
+  }
+  return texts;
+}
+
+std::pair<std::string, std::string> splitMerge(std::string_view line, const std::string& origin, const std::string& where) {
+  const size_t space = line.find(' ', 1);
+  if (space == std::string_view::npos || space + 1 >= line.size() || line.find(' ', space + 1) != std::string_view::npos)
+    fail("[tokenizer] " + origin + ": " + where + " is \"" + std::string(line) + "\", expected two tokens separated by one space");
+  return {std::string(line.substr(0, space)), std::string(line.substr(space + 1))};
+}
+
+std::string getString(const json& object, const char* key, const std::string& origin, const std::string& path) {
+  auto it = object.find(key);
+  if (it == object.end()) fail("[tokenizer] " + origin + ": " + path + "." + key + " is missing");
+  if (!it->is_string()) fail("[tokenizer] " + origin + ": " + path + "." + key + " is " + typeOf(*it) + ", expected a string");
+  return it->get<std::string>();
+}
+
+bool getBool(const json& object, const char* key, bool otherwise, const std::string& origin, const std::string& path) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return otherwise;
+  if (!it->is_boolean()) fail("[tokenizer] " + origin + ": " + path + "." + key + " is " + typeOf(*it) + ", expected a boolean");
+  return it->get<bool>();
+}
+
+// PCRE2 pattern matching the literal `text`.
+std::string quoteRegex(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// Fills spec.patterns / addPrefixSpace from a pre_tokenizer; returns whether a ByteLevel step was seen.
+bool readPreTokenizer(const json& pre, tok::BpeSpec& spec, const std::string& origin, const std::string& path, int depth = 0) {
+  if (!pre.is_object()) fail("[tokenizer] " + origin + ": " + path + " is " + typeOf(pre) + ", expected an object");
+  if (depth > 8) fail("[tokenizer] " + origin + ": " + path + " nests Sequences too deeply");
+  const std::string type = getString(pre, "type", origin, path);
+  if (type == "ByteLevel") {
+    spec.addPrefixSpace = getBool(pre, "add_prefix_space", false, origin, path);
+    if (getBool(pre, "use_regex", true, origin, path)) spec.patterns.push_back(tok::kGpt2Pattern);
+    return true;
+  }
+  if (type == "Sequence") {
+    auto it = pre.find("pretokenizers");
+    if (it == pre.end() || !it->is_array()) fail("[tokenizer] " + origin + ": " + path + ".pretokenizers is missing or not an array");
+    bool byteLevel = false;
+    for (size_t i = 0; i < it->size(); ++i)
+      byteLevel |= readPreTokenizer((*it)[i], spec, origin, path + ".pretokenizers[" + std::to_string(i) + "]", depth + 1);
+    return byteLevel;
+  }
+  if (type == "Split") {
+    auto pattern = pre.find("pattern");
+    if (pattern == pre.end() || !pattern->is_object())
+      fail("[tokenizer] " + origin + ": " + path + ".pattern is missing or not an object");
+    std::string regex;
+    if (pattern->contains("Regex")) regex = getString(*pattern, "Regex", origin, path + ".pattern");
+    else if (pattern->contains("String")) regex = quoteRegex(getString(*pattern, "String", origin, path + ".pattern"));
+    else fail("[tokenizer] " + origin + ": " + path + ".pattern has neither Regex nor String");
+    const std::string behavior = getString(pre, "behavior", origin, path);
+    if (behavior != "Isolated")
+      fail("[tokenizer] " + origin + ": " + path + ".behavior \"" + behavior + "\" is not supported (only Isolated)");
+    if (getBool(pre, "invert", false, origin, path)) fail("[tokenizer] " + origin + ": " + path + ".invert true is not supported");
+    spec.patterns.push_back(regex);
+    return false;
+  }
+  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (ByteLevel, Split, Sequence)");
+}
+
+// BOS/EOS by the spellings GPT-2, Llama 3 and SentencePiece vocabularies use.
+void guessBosEos(Tokenizer::Impl& impl) {
+  const auto find = [&](const char* text) {
+    auto it = impl.ids.find(text);
+    return it == impl.ids.end() ? -1 : it->second;
+  };
+  for (const char* text : {"<|endoftext|>", "<|begin_of_text|>", "<s>"})
+    if (impl.bos < 0) impl.bos = find(text);
+  for (const char* text : {"<|endoftext|>", "<|end_of_text|>", "</s>"})
+    if (impl.eos < 0) impl.eos = find(text);
+}
+
+// tokenizer_config.json's bos_token / eos_token (a string or {"content": ...}), when present.
+void readTokenizerConfig(Tokenizer::Impl& impl, const std::filesystem::path& folder) {
+  const auto path = folder / "tokenizer_config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;
+  const json config = parseJson(readFile(path), path.string());
+  if (!config.is_object()) return;
+  const auto lookup = [&](const char* key, int32_t& slot) {
+    auto it = config.find(key);
+    if (it == config.end()) return;
+    const json* content = &*it;
+    if (it->is_object() && it->contains("content")) content = &(*it)["content"];
+    if (!content->is_string()) return;
+    auto found = impl.ids.find(content->get<std::string>());
+    if (found != impl.ids.end()) slot = found->second;
+  };
+  lookup("bos_token", impl.bos);
+  lookup("eos_token", impl.eos);
+}
+
+std::shared_ptr<Tokenizer::Impl> loadJson(std::string_view text, const std::string& origin) {
+  const json root = parseJson(text, origin);
+  if (!root.is_object()) fail("[tokenizer] " + origin + ": the top level is " + typeOf(root) + ", expected an object");
+  auto model = root.find("model");
+  if (model == root.end() || !model->is_object()) fail("[tokenizer] " + origin + ": model is missing or not an object");
+  if (model->contains("type")) {
+    const std::string type = getString(*model, "type", origin, "model");
+    if (type != "BPE") fail("[tokenizer] " + origin + ": unknown model.type \"" + type + "\" (only BPE is supported)");
+  }
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    auto it = model->find(key);
+    if (it != model->end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
+      fail("[tokenizer] " + origin + ": model." + key + " is not supported");
+  }
+  tok::BpeSpec spec;
+  spec.origin = origin;
+  auto vocab = model->find("vocab");
+  if (vocab == model->end()) fail("[tokenizer] " + origin + ": model.vocab is missing");
+  spec.texts = vocabFromJson(*vocab, origin, "model.vocab");
+  auto merges = model->find("merges");
+  if (merges == model->end() || !merges->is_array()) fail("[tokenizer] " + origin + ": model.merges is missing or not an array");
+  spec.merges.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const json& m = (*merges)[i];
+    const std::string where = "model.merges[" + std::to_string(i) + "]";
+    if (m.is_string()) {
+      spec.merges.push_back(splitMerge(m.get_ref<const std::string&>(), origin, where));
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      spec.merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    } else {
+      fail("[tokenizer] " + origin + ": " + where + " is " + typeOf(m) + ", expected \"a b\" or [\"a\", \"b\"]");
+    }
+  }
+  spec.ignoreMerges = getBool(*model, "ignore_merges", false, origin, "model");
+  auto added = root.find("added_tokens");
+  if (added != root.end() && !added->is_null()) {
+    if (!added->is_array()) fail("[tokenizer] " + origin + ": added_tokens is " + typeOf(*added) + ", expected an array");
+    for (size_t i = 0; i < added->size(); ++i) {
+      const json& token = (*added)[i];
+      const std::string where = "added_tokens[" + std::to_string(i) + "]";
+      if (!token.is_object()) fail("[tokenizer] " + origin + ": " + where + " is not an object");
+      auto id = token.find("id");
+      if (id == token.end() || !id->is_number_integer()) fail("[tokenizer] " + origin + ": " + where + ".id is missing or not an integer");
+      place(spec.texts, id->get<int64_t>(), getString(token, "content", origin, where), origin, where);
+    }
+  }
+  auto normalizer = root.find("normalizer");
+  if (normalizer != root.end() && !normalizer->is_null())
+    fail("[tokenizer] " + origin + ": normalizer " +
+         (normalizer->is_object() && normalizer->contains("type") ? (*normalizer)["type"].dump() : normalizer->dump().substr(0, 40)) +
+         " is not supported (byte-level BPE has none)");
+  auto pre = root.find("pre_tokenizer");
+  if (pre == root.end() || pre->is_null() || !readPreTokenizer(*pre, spec, origin, "pre_tokenizer"))
+    fail("[tokenizer] " + origin + ": pre_tokenizer has no ByteLevel step: only byte-level BPE tokenizer.json files are supported");
+  if (auto unk = model->find("unk_token"); unk != model->end() && unk->is_string()) {
+    const std::string name = unk->get<std::string>();
+    for (size_t id = 0; id < spec.texts.size(); ++id)
+      if (spec.texts[id] == name) spec.unk = static_cast<int32_t>(id);
+    if (spec.unk < 0) fail("[tokenizer] " + origin + ": model.unk_token \"" + name + "\" is not in the vocabulary");
+  }
+  auto impl = tok::makeBpe(std::move(spec));
+  guessBosEos(*impl);
+  return impl;
+}
+
+std::shared_ptr<Tokenizer::Impl> loadVocabMerges(std::string_view vocabJson, std::string_view mergesText,
+                                                 const std::string& vocabOrigin, const std::string& mergesOrigin) {
+  tok::BpeSpec spec;
+  spec.origin = vocabOrigin;
+  spec.texts = vocabFromJson(parseJson(vocabJson, vocabOrigin), vocabOrigin, "the vocabulary");
+  size_t lineNo = 0;
+  for (size_t begin = 0; begin < mergesText.size();) {
+    size_t end = mergesText.find('\n', begin);
+    if (end == std::string_view::npos) end = mergesText.size();
+    std::string_view line = mergesText.substr(begin, end - begin);
+    begin = end + 1;
+    ++lineNo;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty() || (lineNo == 1 && line.starts_with("#version"))) continue;
+    spec.merges.push_back(splitMerge(line, mergesOrigin, "line " + std::to_string(lineNo)));
+  }
+  spec.patterns.push_back(tok::kGpt2Pattern);
+  spec.origin = vocabOrigin + " + " + mergesOrigin;
+  auto impl = tok::makeBpe(std::move(spec));
+  guessBosEos(*impl);
+  return impl;
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::fromJson(std::string_view json, std::string_view origin) {
+  return Tokenizer(loadJson(json, std::string(origin)));
+}
+
+Tokenizer Tokenizer::fromVocabMerges(std::string_view vocabJson, std::string_view mergesText) {
+  return Tokenizer(loadVocabMerges(vocabJson, mergesText, "vocab.json", "merges.txt"));
+}
+
+Tokenizer Tokenizer::fromVocab(const VocabSpec& spec) {
+  const std::string origin = "GGUF tokenizer.ggml";
+  const size_t n = spec.tokens.size();
+  if (n == 0) fail("[tokenizer] " + origin + ".tokens is empty");
+  if (n > static_cast<size_t>(kMaxVocab)) fail("[tokenizer] " + origin + ".tokens has " + std::to_string(n) + " entries, more than " + std::to_string(kMaxVocab));
+  if (!spec.types.empty() && spec.types.size() != n)
+    fail("[tokenizer] " + origin + ".token_type has " + std::to_string(spec.types.size()) + " entries for " + std::to_string(n) + " tokens");
+  if (!spec.scores.empty() && spec.scores.size() != n)
+    fail("[tokenizer] " + origin + ".scores has " + std::to_string(spec.scores.size()) + " entries for " + std::to_string(n) + " tokens");
+  for (auto [name, id] : {std::pair{"bos_token_id", spec.bos}, {"eos_token_id", spec.eos}, {"unknown_token_id", spec.unk}})
+    if (id < -1 || id >= static_cast<int64_t>(n))
+      fail("[tokenizer] " + origin + "." + name + " " + std::to_string(id) + " is outside [0, " + std::to_string(n) + ")");
+  std::shared_ptr<Impl> impl;
+  if (spec.model == "gpt2") {
+    tok::BpeSpec bpe;
+    bpe.origin = origin;
+    bpe.texts = spec.tokens;
+    for (size_t id = 0; id < n; ++id)
+      if (bpe.texts[id].empty()) fail("[tokenizer] " + origin + ".tokens[" + std::to_string(id) + "] is empty");
+    for (size_t i = 0; i < spec.merges.size(); ++i)
+      bpe.merges.push_back(splitMerge(spec.merges[i], origin, "merges[" + std::to_string(i) + "]"));
+    // llama.cpp's names (llama-vocab.cpp) for the pre-tokenizers whose regex we know.
+    if (spec.pre == "gpt2" || spec.pre == "default" || spec.pre.empty()) {
+      bpe.patterns.push_back(tok::kGpt2Pattern);
+    } else if (spec.pre == "llama-bpe" || spec.pre == "llama3" || spec.pre == "llama-v3") {
+      bpe.patterns.push_back(tok::kLlama3Pattern);
+      bpe.ignoreMerges = true;
+    } else {
+      fail("[tokenizer] " + origin + ".pre \"" + spec.pre + "\" is not supported (gpt2, llama-bpe)");
+    }
+    bpe.unk = spec.unk;
+    impl = tok::makeBpe(std::move(bpe));
+  } else if (spec.model == "llama") {
+    impl = tok::makeSpm(spec, origin);
+  } else {
+    fail("[tokenizer] " + origin + ".model \"" + spec.model + "\" is not supported (gpt2, llama)");
+  }
+  impl->bos = spec.bos;
+  impl->eos = spec.eos;
+  return Tokenizer(std::move(impl));
+}
+
+Tokenizer Tokenizer::fromFile(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) {
+    if (fs::is_regular_file(p / "tokenizer.json", ec)) return fromFile((p / "tokenizer.json").string());
+    for (auto [vocab, merges] : {std::pair{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}}) {
+      if (fs::is_regular_file(p / vocab, ec) && fs::is_regular_file(p / merges, ec)) {
+        auto impl = loadVocabMerges(readFile(p / vocab), readFile(p / merges), (p / vocab).string(), (p / merges).string());
+        readTokenizerConfig(*impl, p);
+        return Tokenizer(std::move(impl));
+      }
+    }
+    if (fs::is_regular_file(p / "tokenizer.model", ec)) return fromFile((p / "tokenizer.model").string());
+    fail("[tokenizer] " + path + ": no tokenizer.json, vocab.json + merges.txt or tokenizer.model in this folder");
+  }
+  if (!fs::is_regular_file(p, ec)) fail("[tokenizer] " + path + ": no such file");
+  const std::string name = p.filename().string();
+  if (name == "vocab.json" || name == "encoder.json") {
+    const fs::path merges = p.parent_path() / (name == "vocab.json" ? "merges.txt" : "vocab.bpe");
+    auto impl = loadVocabMerges(readFile(p), readFile(merges), p.string(), merges.string());
+    readTokenizerConfig(*impl, p.parent_path());
+    return Tokenizer(std::move(impl));
+  }
+  const std::string text = readFile(p);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    auto impl = loadJson(text, p.string());
+    readTokenizerConfig(*impl, p.parent_path());
+    return Tokenizer(std::move(impl));
+  }
+  return Tokenizer(tok::makeSentencePiece(p.string()));
+}
+
+VocabSpec Tokenizer::sentencePieceVocab(const std::string& path) { return tok::readSentencePiece(path); }
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text) const { return impl_->encode(text); }
+
+std::string Tokenizer::decode(std::span<const int32_t> ids) const { return impl_->decode(ids); }
+
+std::string Tokenizer::tokenBytes(int32_t id) const { return impl_->tokenBytes(id); }
+
+std::string Tokenizer::tokenText(int32_t id) const {
+  impl_->checkId(id);
+  return impl_->texts[id];
+}
+
+int32_t Tokenizer::tokenId(std::string_view text) const {
+  auto it = impl_->ids.find(std::string(text));
+  return it == impl_->ids.end() ? -1 : it->second;
+}
+
+int32_t Tokenizer::vocabSize() const { return static_cast<int32_t>(impl_->texts.size()); }
+int32_t Tokenizer::bos() const { return impl_->bos; }
+int32_t Tokenizer::eos() const { return impl_->eos; }
+std::string Tokenizer::kind() const { return impl_->kind(); }
+
+}  // namespace radix

@@ -1,0 +1,90 @@
+#pragma once
+// Shared internals of the tokenizers (src/io/tokenizer*.cpp): the Impl interface behind
+// radix::Tokenizer, UTF-8 helpers, GPT-2's byte <-> character map and the PCRE2 pre-tokenizer.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "radix/error.h"
+#include "radix/tokenizer.h"
+
+namespace radix {
+
+/// One tokenizer model. Texts are the vocabulary's spellings ("Ġworld", "▁world"); ids index them.
+struct Tokenizer::Impl {
+  virtual ~Impl() = default;
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  virtual std::string tokenBytes(int32_t id) const = 0;
+  /// Default: the concatenated tokenBytes.
+  virtual std::string decode(std::span<const int32_t> ids) const;
+  virtual std::string kind() const = 0;
+  /// Throws "[tokenizer] token id N out of range [0, size)".
+  void checkId(int32_t id) const;
+
+  std::vector<std::string> texts;                 // id -> spelling ("" for holes)
+  std::unordered_map<std::string, int32_t> ids;   // spelling -> id
+  int32_t bos = -1, eos = -1;
+};
+
+namespace tok {
+
+[[noreturn]] void fail(const std::string& message);
+
+/// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are invalid.
+size_t utf8Length(std::string_view s, size_t i);
+/// Appends the UTF-8 encoding of code point cp.
+void appendUtf8(std::string& out, uint32_t cp);
+
+/// GPT-2's bytes_to_unicode: byte -> the character that spells it in byte-level vocabularies.
+const std::array<std::string, 256>& byteToChar();
+/// Raw bytes of a byte-level spelling; false (out untouched) when a character is not in the map.
+bool charsToBytes(std::string_view spelled, std::string& out);
+
+/// The GPT-2 and Llama 3 pre-tokenizer regexes, as HF tokenizer.json writes them.
+extern const char* const kGpt2Pattern;
+extern const char* const kLlama3Pattern;
+
+/// A compiled pre-tokenizer regex (PCRE2, UTF + UCP + MATCH_INVALID_UTF, JIT when available).
+/// `\s` and `\S` are rewritten to Oniguruma's Unicode White_Space set, the engine HF uses.
+class Regex {
+ public:
+  /// Throws "[tokenizer] <origin>: bad regex ..." with PCRE2's message and offset.
+  Regex(std::string_view pattern, std::string_view origin);
+  ~Regex();
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+  /// Appends to `pieces` the [begin, end) ranges of text[begin, end) cut as HF's Split with
+  /// behavior Isolated: every match, and every gap between matches, is a piece.
+  void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const;
+
+ private:
+  void* code_ = nullptr;     // pcre2_code_8*
+  void* context_ = nullptr;  // pcre2_match_context_8*
+};
+
+/// Byte-level BPE (GPT-2, Llama 3): model data as tokenizer.json / GGUF describe it.
+struct BpeSpec {
+  std::vector<std::string> texts;            // id -> byte-level spelling ("" for holes)
+  std::vector<std::pair<std::string, std::string>> merges;  // by rank
+  std::vector<std::string> patterns;         // Split regexes applied in sequence
+  bool ignoreMerges = false;                 // a whole word found in the vocabulary is one token
+  bool addPrefixSpace = false;
+  int32_t unk = -1;
+  int32_t bos = -1, eos = -1;
+  std::string origin;                        // names the source in errors
+};
+std::shared_ptr<Tokenizer::Impl> makeBpe(BpeSpec spec);
+
+/// Native SentencePiece (llama.cpp's llm_tokenizer_spm) from GGUF-style vocabulary data.
+std::shared_ptr<Tokenizer::Impl> makeSpm(const VocabSpec& spec, std::string_view origin);
+/// libsentencepiece over a tokenizer.model file.
+std::shared_ptr<Tokenizer::Impl> makeSentencePiece(const std::string& path);
+VocabSpec readSentencePiece(const std::string& path);
+
+}  // namespace tok
+}  // namespace radix

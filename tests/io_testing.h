@@ -1,0 +1,98 @@
+#pragma once
+// Helpers of the loader tests: safetensors files written in C++ (well-formed and hand-broken),
+// temporary folders.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace radix::iotest {
+
+/// One tensor of a safetensors file: dtype name as the format spells it, dims, raw bytes.
+struct StTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> dims;
+  std::string data;
+};
+
+inline std::string le64(uint64_t n) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return s;
+}
+
+/// A file from a header text and a data section: size, header (padded with spaces to a multiple
+/// of 8 when `pad`), data.
+inline std::string stFile(std::string header, const std::string& data, bool pad = true) {
+  if (pad)
+    while ((8 + header.size()) % 8) header += ' ';
+  return le64(header.size()) + header + data;
+}
+
+/// A well-formed safetensors file (tensors laid out in the given order).
+inline std::string safetensors(const std::vector<StTensor>& tensors, const std::string& metadata = "") {
+  std::string header = "{";
+  std::string data;
+  bool first = true;
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":" + metadata;
+    first = false;
+  }
+  for (const StTensor& t : tensors) {
+    header += first ? "" : ",";
+    first = false;
+    header += "\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
+    for (size_t i = 0; i < t.dims.size(); ++i) header += (i ? "," : "") + std::to_string(t.dims[i]);
+    header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," + std::to_string(data.size() + t.data.size()) + "]}";
+    data += t.data;
+  }
+  header += "}";
+  return stFile(header, data);
+}
+
+/// Raw bytes of host values.
+template <class T>
+std::string raw(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+inline std::vector<float> iotaFloats(size_t n, float scale = 0.5f) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i) - 3.0f;
+  return v;
+}
+
+/// A fresh folder under the temp dir, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& tag) {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("radix-io-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const auto p = path / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+inline std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace radix::iotest

