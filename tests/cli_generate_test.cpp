@@ -2,6 +2,7 @@
 // seeded sampling is reproducible, the embedded default runs, bad arguments give clean errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,7 +27,9 @@ std::vector<int32_t> parseIds(const std::string& line) {
 }
 
 TEST(CliGenerate, GreedyIdsEqualTheOracle) {
+  const bool gguf = std::filesystem::exists(kSource + "/tools/gguf_writer.py");  // branch io
   for (const char* model : {"gpt2-tiny", "llama-tiny", "llama-tiny.gguf"}) {
+    if (!gguf && std::string_view(model).ends_with(".gguf")) continue;
     const std::string folder = std::string(model).starts_with("gpt2") ? "gpt2-tiny" : "llama-tiny";
     const std::string script = folder == "gpt2-tiny" ? "gpt2_ref.py" : "llama_ref.py";
     const CommandResult r = cli("generate --model " + testModels() + "/" + model +

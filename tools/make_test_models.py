@@ -9,7 +9,7 @@ Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
                        "transformer." prefix, Conv1D {in, out} weights, the attn.bias and
                        attn.masked_bias buffers real checkpoints carry), tokenizer files
   llama-<size>/        HF Llama folder: config.json, model.safetensors ("model.layers.N...",
-                       untied lm_head.weight), tokenizer.json; grouped KV heads
+                       tiny: untied lm_head.weight, grouped KV heads; bench: tied), tokenizer.json
   llama-<size>.gguf    the same Llama weights as llama.cpp's converter writes them (q and k
                        rows permuted for its interleaved RoPE), tokenizer.ggml.* metadata
   gpt2-<size>.gguf     the same GPT-2 weights as llama.cpp's converter writes them (Conv1D
@@ -42,8 +42,9 @@ SIZES = {
     },
     "bench": {
         "gpt2": dict(vocab=50257, positions=1024, width=768, layers=12, heads=12),
+        # 109.5 M parameters with the 32000-token embedding tied to the output.
         "llama": dict(vocab=32000, positions=2048, width=768, layers=12, heads=12, kv_heads=12, ffn=2048,
-                      tied=False),
+                      tied=True),
     },
 }
 
