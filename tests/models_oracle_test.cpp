@@ -104,6 +104,22 @@ TEST(ModelsEngine, DecodeWritesTheCacheInPlaceAndRejectsOverflow) {
   EXPECT_EQ(radix::testing::errorOf([&] { LanguageModel::open(cpu, testModels() + "/missing"); }).rfind("[generate] no model at", 0), 0u);
 }
 
+TEST(ModelsEngine, NoRecompilationPerTokenOrPromptLength) {
+  LanguageModel lm = LanguageModel::open(testPlatform(), testModels() + "/llama-tiny");
+  (void)lm.generate(byteIds("Hi"), 30, {});  // context 32: the 16 bucket, then decode
+  EXPECT_EQ(lm.context(), 32);
+  EXPECT_EQ(lm.executables(), 2u);
+  (void)lm.generate(byteIds("A longer prompt"), 12, {});  // 15 tokens: the 16 bucket again
+  (void)lm.generate(byteIds("Seventeen tokens!"), 10, {});  // 16 + 1: the same two
+  EXPECT_EQ(lm.executables(), 2u);
+  lm.reset(30);
+  (void)lm.feed(byteIds("Twenty-five tokens, these"));  // 16 + 9 (padded to 16)
+  EXPECT_EQ(lm.executables(), 2u);
+  lm.reset(30);
+  (void)lm.feed(std::vector<int32_t>(31, 65));  // 16 + 15 (padded to 16)
+  EXPECT_EQ(lm.executables(), 2u);
+}
+
 TEST(ModelsEngine, SeededSamplingIsReproducibleAndGreedyIsArgmax) {
   LanguageModel lm = LanguageModel::open(testPlatform(), testModels() + "/llama-tiny");
   const std::vector<int32_t> prompt = byteIds("Hello");

@@ -54,6 +54,7 @@ std::optional<Tokenizer> ggufTokenizer(const io::Checkpoint& c) {
   if (const io::MetaValue* v = c.meta("tokenizer.ggml.bos_token_id")) spec.bos = static_cast<int32_t>(v->asInt());
   if (const io::MetaValue* v = c.meta("tokenizer.ggml.eos_token_id")) spec.eos = static_cast<int32_t>(v->asInt());
   if (const io::MetaValue* v = c.meta("tokenizer.ggml.unknown_token_id")) spec.unk = static_cast<int32_t>(v->asInt());
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = v->asBool();
   return Tokenizer::fromVocab(spec);
 }
 
@@ -104,6 +105,7 @@ struct LanguageModel::Impl {
   virtual Tensor step(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
   /// Forgets the executables (the context changed).
   virtual void clear() = 0;
+  virtual size_t executables() const = 0;
 };
 
 namespace {
@@ -124,6 +126,7 @@ struct ModelImpl final : LanguageModel::Impl {
     return r.logits;
   }
   void clear() override { steps.clear(); }
+  size_t executables() const override { return steps.size(); }
 };
 
 template <class M>
@@ -205,6 +208,7 @@ const Tokenizer& LanguageModel::tokenizer() const {
   if (!impl_->tokenizer) fail("this " + impl_->arch + " model has no tokenizer (no tokenizer files next to it)");
   return *impl_->tokenizer;
 }
+size_t LanguageModel::executables() const { return impl_->executables(); }
 int64_t LanguageModel::context() const { return impl_->context; }
 int64_t LanguageModel::position() const { return impl_->position; }
 
@@ -239,8 +243,9 @@ Tensor LanguageModel::feed(std::span<const int32_t> ids) {
   size_t done = 0;
   while (done < ids.size()) {
     const int64_t rest = n - static_cast<int64_t>(done);
-    // Bucket: 1 (decode), else a power of two >= 16 that fits between the position and the end.
-    int64_t bucket = rest == 1 ? 1 : std::max<int64_t>(16, nextPowerOfTwo(rest));
+    // Bucket: 1 (decode); 16 (padded) for 2..16 tokens; else the largest power of two <= rest,
+    // so that only a last chunk of <= 16 tokens is padded. Halved until it fits the context.
+    int64_t bucket = rest == 1 ? 1 : rest <= 16 ? 16 : nextPowerOfTwo(rest + 1) / 2;
     while (bucket > m.context - m.position) bucket /= 2;
     const int64_t take = std::min(rest, bucket);
     std::vector<int32_t> padded(static_cast<size_t>(bucket), 0);

@@ -3,13 +3,15 @@
 ///
 /// How it runs: one compiled executable per step length. A step feeds `s` tokens at a runtime
 /// position and writes their keys and values into a KV cache in place (the cache's buffers are
-/// donated); decoding is the s = 1 executable. Prompts are padded to buckets, powers of two from
-/// 16 up to the context (a prompt of 1 token uses the decode executable), with the real length a
-/// runtime scalar: padding rows only write cache slots that later tokens overwrite and that the
-/// causal mask hides until then, and the logits come from the last real token. So a session
-/// compiles at most log2(context) - 3 executables, each once (and the disk cache keeps them
-/// across runs); none per token or per prompt length. The context (the cache's length) is a
-/// power of two chosen by reset().
+/// donated); decoding is the s = 1 executable. Prompts are split into power-of-two chunks, from
+/// 16 up to the context: the largest power of two that the rest of the prompt fills, then the
+/// next, and a last chunk of at most 16 tokens is padded to 16 (300 tokens: 256 + 32 + 16 with 4
+/// padding rows; 1 token: the decode executable). The real length is a runtime scalar: padding
+/// rows only write cache slots that later tokens overwrite and that the causal mask hides until
+/// then, and the logits come from the last real token. So a session compiles at most
+/// log2(context) - 2 executables, each once (the disk cache keeps them across runs); none per
+/// token or per prompt length. The context (the cache's length) is a power of two chosen by
+/// reset().
 ///
 /// auto lm = LanguageModel::open(cpu, "gpt2/");
 /// lm.generate(lm.tokenizer().encode("Hello"), 20, {.temperature = 0.8, .seed = 1}, onToken);
@@ -91,6 +93,9 @@ class LanguageModel {
   /// Starts a new sequence with room for `tokens` tokens: the cache holds the next power of two
   /// (at least 16, at most maxContext()). Executables of an unchanged context are kept.
   void reset(int64_t tokens);
+  /// Step executables compiled so far for the current context (one per chunk length used).
+  /// lm.generate(ids, 50, {}); lm.executables() -> 2 (a prompt bucket and decode)
+  size_t executables() const;
   /// The cache's length (0 before reset) and the position of the next token.
   int64_t context() const;
   int64_t position() const;
