@@ -60,6 +60,12 @@ TEST(CliGenerate, EmbeddedDefaultRuns) {
   const CommandResult r = cli("generate --prompt 'In the beginning' -n 5 --temp 0 --ids");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(parseIds(r.out).size(), 5u) << r.out;
+  if (!std::filesystem::exists(kSource + "/models/kjv/model.safetensors")) return;  // the placeholder
+  // The KJV model writes words of the KJV (greedy: "... the LORD, and the LORD, ...").
+  const CommandResult text = cli("generate --prompt 'In the beginning' -n 24 --temp 0");
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_EQ(text.out.rfind("In the beginning", 0), 0u) << text.out;
+  EXPECT_NE(text.out.find(" the LORD"), std::string::npos) << text.out;
 }
 
 TEST(CliGenerate, BadArgumentsGiveCleanErrors) {

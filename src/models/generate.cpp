@@ -103,6 +103,22 @@ struct LanguageModel::Impl {
   virtual ~Impl() = default;
   /// Runs one step of `ids.dim(0)` tokens of which `length` are real, at `position`.
   virtual Tensor step(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
+  /// Compiles the step of `ids.dim(0)` tokens unless it exists.
+  virtual void ensure(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
+  /// The chunk lengths (buckets) that feeding `n` tokens at `position` runs.
+  std::vector<int64_t> chunks(int64_t n, int64_t from) const {
+    std::vector<int64_t> out;
+    for (int64_t rest = n, pos = from; rest > 0;) {
+      // 1 (decode); 16 (padded) for 2..16 tokens; else the largest power of two <= rest, so that
+      // only a last chunk of <= 16 tokens is padded. Halved until it fits the context.
+      int64_t bucket = rest == 1 ? 1 : rest <= 16 ? 16 : nextPowerOfTwo(rest + 1) / 2;
+      while (bucket > context - pos) bucket /= 2;
+      out.push_back(bucket);
+      rest -= std::min(rest, bucket);
+      pos += bucket;
+    }
+    return out;
+  }
   /// Forgets the executables (the context changed).
   virtual void clear() = 0;
   virtual size_t executables() const = 0;
@@ -117,11 +133,13 @@ struct ModelImpl final : LanguageModel::Impl {
 
   ModelImpl(const Platform& p, M m) : Impl(p), model(std::move(m)) {}
 
+  void ensure(const Tensor& ids, const Tensor& pos, const Tensor& length) override {
+    if (!steps.contains(ids.dim(0)))
+      steps.emplace(ids.dim(0), compile(platform, &M::forward, model, ids, pos, length, *cache));
+  }
   Tensor step(const Tensor& ids, const Tensor& pos, const Tensor& length) override {
-    const int64_t s = ids.dim(0);
-    auto it = steps.find(s);
-    if (it == steps.end()) it = steps.emplace(s, compile(platform, &M::forward, model, ids, pos, length, *cache)).first;
-    StepResult r = it->second(model, ids, pos, length, *cache);
+    ensure(ids, pos, length);
+    StepResult r = steps.at(ids.dim(0))(model, ids, pos, length, *cache);
     cache = std::move(r.cache);
     return r.logits;
   }
@@ -241,13 +259,8 @@ Tensor LanguageModel::feed(std::span<const int32_t> ids) {
          std::to_string(m.context) + " (reset with more room)");
   Tensor logits;
   size_t done = 0;
-  while (done < ids.size()) {
-    const int64_t rest = n - static_cast<int64_t>(done);
-    // Bucket: 1 (decode); 16 (padded) for 2..16 tokens; else the largest power of two <= rest,
-    // so that only a last chunk of <= 16 tokens is padded. Halved until it fits the context.
-    int64_t bucket = rest == 1 ? 1 : rest <= 16 ? 16 : nextPowerOfTwo(rest + 1) / 2;
-    while (bucket > m.context - m.position) bucket /= 2;
-    const int64_t take = std::min(rest, bucket);
+  for (const int64_t bucket : m.chunks(n, m.position)) {
+    const int64_t take = std::min(n - static_cast<int64_t>(done), bucket);
     std::vector<int32_t> padded(static_cast<size_t>(bucket), 0);
     std::copy_n(ids.begin() + static_cast<ptrdiff_t>(done), take, padded.begin());
     const Tensor t = Tensor::fromValues(m.platform, Shape({bucket}, DType::i32), padded);
@@ -258,6 +271,20 @@ Tensor LanguageModel::feed(std::span<const int32_t> ids) {
     done += static_cast<size_t>(take);
   }
   return logits;
+}
+
+void LanguageModel::prepare(int64_t promptTokens) {
+  Impl& m = *impl_;
+  if (m.context == 0) fail("prepare() before reset()");
+  if (promptTokens < 1 || promptTokens > m.context)
+    fail(std::to_string(promptTokens) + " prompt tokens do not fit the context of " + std::to_string(m.context));
+  std::vector<int64_t> buckets = m.chunks(promptTokens, 0);
+  buckets.push_back(1);
+  // Distinct buffers, as feed() passes them (a compile ties arguments that share a buffer).
+  const Tensor position = Tensor::fromValues(m.platform, Shape({}, DType::i32), std::vector<int32_t>{0});
+  const Tensor length = Tensor::fromValues(m.platform, Shape({}, DType::i32), std::vector<int32_t>{1});
+  for (const int64_t b : buckets)
+    m.ensure(Tensor::fromValues(m.platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)), position, length);
 }
 
 int32_t LanguageModel::sample(const Tensor& logits, const Sampling& s, Rng& rng) {
@@ -292,6 +319,20 @@ std::vector<int32_t> LanguageModel::generate(std::span<const int32_t> prompt, in
   std::vector<int32_t> history(prompt.begin(), prompt.end());
   Rng rng = Rng::init(impl_->platform, sampling.seed);
   const int32_t eos = impl_->tokenizer ? impl_->tokenizer->eos() : -1;
+  prepare(promptLength);
+  if (promptLength + n > context()) {  // the chunks of a context shift
+    const Tensor position = Tensor::fromValues(impl_->platform, Shape({}, DType::i32), std::vector<int32_t>{0});
+    const Tensor length = Tensor::fromValues(impl_->platform, Shape({}, DType::i32), std::vector<int32_t>{1});
+    for (const int64_t b : impl_->chunks(context() / 2, 0))
+      impl_->ensure(Tensor::fromValues(impl_->platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)),
+                    position, length);
+  }
+  if (sampling.temperature > 0) {  // compiles the sampler
+    Rng scratch = rng;
+    (void)sample(Tensor::fromValues(impl_->platform, Shape({impl_->vocab}, DType::f32).withTags({"voc"}),
+                                    std::vector<float>(size_t(impl_->vocab), 0.f)),
+                 sampling, scratch);
+  }
   const auto t0 = Clock::now();
   Tensor logits = feed(prompt);
   std::vector<int32_t> out;

@@ -99,6 +99,10 @@ class LanguageModel {
   /// The cache's length (0 before reset) and the position of the next token.
   int64_t context() const;
   int64_t position() const;
+  /// Compiles (or loads from the disk cache) the executables that feeding `promptTokens` tokens
+  /// from position 0 and then decoding will use, so that timing excludes compiles.
+  /// lm.reset(80); lm.prepare(17);  // the 16 bucket and decode
+  void prepare(int64_t promptTokens);
   /// Feeds tokens at position(), in bucketed chunks; returns the logits after the last one,
   /// {voc}:f32. [generate] error when they do not fit the context or an id is out of range.
   /// lm.feed(ids) -> {voc=50257}:f32
@@ -106,7 +110,8 @@ class LanguageModel {
   /// Picks a token from logits {voc}:f32 (greedy on the host; otherwise random.h's sampleTokens,
   /// compiled once per option set) and advances `rng`.
   int32_t sample(const Tensor& logits, const Sampling& sampling, Rng& rng);
-  /// reset(prompt + n), feeds the prompt, then samples and feeds n tokens, calling `onToken` for
+  /// reset(prompt + n), prepare(prompt), feeds the prompt, then samples and feeds n tokens
+  /// (stats time these two phases, not the compiles), calling `onToken` for
   /// each as it comes. Stops early at the tokenizer's EOS when `stopAtEos`. Returns the ids.
   /// Beyond maxContext() (the prompt itself must be shorter), generation goes on from the last
   /// half of the context, re-fed from position 0 (a context shift).
