@@ -83,7 +83,9 @@ TEST(CliGenerate, BadArgumentsGiveCleanErrors) {
       {"generate --prompt x -n 3 --model", "[generate] --model needs a value"},
       {"bench -p 16", "[bench] --model PATH is required"},
       {"bench -t 0" + m, "[bench] -t must be >= 1, got 0"},
-      {"bench --model " + testModels() + "/model.safetensors", "[bench] "},
+      {"bench --model " + testModels() + "/model.safetensors", "[bench] no model at"},
+      {"bench --model " + testModels(), "[bench] [checkpoint] "},
+      {"bench --model " + testModels() + "/gpt2-tiny -p -3", "[bench] -p and -n must be >= 0, one > 0"},
   };
   for (const auto& [args, message] : cases) {
     const CommandResult r = cli(args, true);

@@ -1,6 +1,7 @@
 // radix generate / radix bench: text generation and llama-bench style speed rows, over
 // radix::models::LanguageModel. With no --model, generate runs the model embedded in the binary
 // (tools/embedded_model.cpp.in: models/kjv, or a tiny random placeholder until it exists).
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "radix/io.h"
@@ -191,7 +193,7 @@ std::string paramsText(double n) {
 int bench(Args args) {
   std::optional<std::string> model;
   int64_t prompt = 512, gen = 128, reps = 3;
-  std::vector<int> threads = {0};
+  std::vector<int> threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::vector<DType> dtypes = {DType::f32};
   while (!args.done()) {
     const std::string_view flag = args.next();
@@ -219,6 +221,9 @@ int bench(Args args) {
   for (int t : threads)
     if (t < 1) throw UsageError{"[bench] -t must be >= 1, got " + std::to_string(t)};
 
+  // The first model loads before the table starts, so that a bad path is a clean error.
+  std::optional<models::LanguageModel> first =
+      models::LanguageModel::open(platformWith(threads[0]), *model, {.dtype = dtypes[0]});
   std::printf("| model | size | params | dtype | threads | test | t/s |\n");
   std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
   std::fflush(stdout);
@@ -226,7 +231,9 @@ int bench(Args args) {
   std::mt19937 random(1234);
   for (DType dtype : dtypes)
     for (int t : threads) {
-      models::LanguageModel lm = models::LanguageModel::open(platformWith(t), *model, {.dtype = dtype});
+      models::LanguageModel lm =
+          first ? std::move(*first) : models::LanguageModel::open(platformWith(t), *model, {.dtype = dtype});
+      first.reset();
       if (std::max(prompt, gen) > lm.maxContext())
         throw UsageError{"[bench] -p/-n exceed the model's context of " + std::to_string(lm.maxContext())};
       std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(lm.vocabSize() - 1));
@@ -276,7 +283,8 @@ int run(std::string_view verb, int argc, char** argv) {
     std::fprintf(stderr, "%s\n", e.message.c_str());
   } catch (const Error& e) {
     const std::string prefix = "[" + std::string(verb) + "]";
-    const std::string what = e.what();
+    std::string what = e.what();
+    if (what.starts_with("[generate] ") && verb != "generate") what = what.substr(11);  // LanguageModel's errors
     std::fprintf(stderr, "%s\n", what.starts_with(prefix) ? what.c_str() : (prefix + " " + what).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[%s] %s\n", std::string(verb).c_str(), e.what());
