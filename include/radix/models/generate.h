@@ -77,17 +77,21 @@ class LanguageModel {
 
   /// "gpt2" or "llama".
   const std::string& architecture() const;
-  /// Parameter count and the bytes the weights take in memory (in the load dtype).
+  /// Parameter count (tied weights once): 124439808 for GPT-2 small.
   int64_t parameters() const;
+  /// Bytes the weights take in memory, in the load dtype: 497759232 for GPT-2 small in f32.
   uint64_t weightBytes() const;
-  /// The weights' and the activations' dtypes.
+  /// The weights' dtype (LoadOptions::dtype): DType::bf16
   DType dtype() const;
+  /// The activations' dtype (LoadOptions::compute, else dtype()).
   DType computeDtype() const;
+  /// Rows of the token embedding: 50257 for GPT-2.
   int64_t vocabSize() const;
   /// Longest context the model supports (n_positions, max_position_embeddings, ...).
   int64_t maxContext() const;
   /// Throws "[generate] ... has no tokenizer" when none was found.
   const Tokenizer& tokenizer() const;
+  /// False when no tokenizer was found (feed ids directly then).
   bool hasTokenizer() const;
 
   /// Starts a new sequence with room for `tokens` tokens: the cache holds the next power of two
@@ -96,8 +100,9 @@ class LanguageModel {
   /// Step executables compiled so far for the current context (one per chunk length used).
   /// lm.generate(ids, 50, {}); lm.executables() -> 2 (a prompt bucket and decode)
   size_t executables() const;
-  /// The cache's length (0 before reset) and the position of the next token.
+  /// The cache's length (0 before reset): reset(20) -> 32.
   int64_t context() const;
+  /// The position of the next token: reset(20); feed(3 ids) -> 3.
   int64_t position() const;
   /// Compiles (or loads from the disk cache) the executables that feeding `promptTokens` tokens
   /// from position 0 and then decoding will use, so that timing excludes compiles.

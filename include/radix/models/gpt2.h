@@ -72,6 +72,7 @@ struct Mlp {
   nn::Linear c_fc;    // d -> f
   nn::Linear c_proj;  // f -> d
 
+  /// {s, d} -> {s, d}
   Tensor forward(Tensor x) const { return c_proj.forward(c_fc.forward(x).gelu()); }
 };
 

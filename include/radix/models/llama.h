@@ -92,6 +92,7 @@ struct Attention {
 struct Mlp {
   nn::Linear gate_proj, up_proj, down_proj;
 
+  /// {s, d} -> {s, d}
   Tensor forward(Tensor x) const { return down_proj.forward(gate_proj.forward(x).silu().mul(up_proj.forward(x))); }
 };
 
