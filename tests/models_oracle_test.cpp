@@ -152,6 +152,30 @@ TEST(ModelsEngine, GenerationGoesOnPastTheContextFromItsLastHalf) {
   EXPECT_EQ(all[113], want.greedy[0]);
 }
 
+// nn::sdpa with grouped KV heads and queries laid out {q, h, hd} (as the models lay them out):
+// equal to the {h, q, hd} layout's result (before the fix, merging "h" and "hg" failed).
+TEST(ModelsEngine, GroupedSdpaWithQueriesBeforeHeads) {
+  const Platform cpu = Platform::cpu();
+  auto values = [](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37f * float(i) + 1.f);
+    return v;
+  };
+  const Tensor q = Tensor::fromValues(cpu, Shape({5, 4, 8}, DType::f32).withTags({"q", "h", "hd"}), values(160));
+  const Tensor k = Tensor::fromValues(cpu, Shape({5, 2, 8}, DType::f32).withTags({"k", "h", "hd"}), values(80));
+  auto both = [](Tensor q, Tensor k) {
+    nn::AttentionOptions causal;
+    causal.causal = true;
+    const Tensor v = k.mulConstant(0.5);
+    const Tensor a = nn::sdpa(q, k, v, causal);  // {q, h, hd}
+    const Tensor b = nn::sdpa(q.transpose({"h", "q", "hd"}), k, v, causal).transpose({"q", "h", "hd"});
+    return std::make_pair(a, b);
+  };
+  const auto [a, b] = radix::testing::compileAndCall(cpu, both, q, k);
+  EXPECT_EQ(a.shape(), q.shape());
+  radix::testing::expectClose(a, b, 1e-6);
+}
+
 TEST(ModelsEngine, Utf8StreamHoldsBackUnfinishedCharacters) {
   Utf8Stream s;
   EXPECT_EQ(s.push("a\xe4\xbd"), "a");
