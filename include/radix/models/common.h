@@ -18,8 +18,9 @@
 
 namespace radix::models {
 
-/// Keys and values of past positions, one {k=context, h=kvHeads, hd} tensor per layer each,
-/// written in place by a step (their buffers are donated to the step's results).
+/// Keys and values of past positions, one {h=kvHeads, k=context, hd} tensor per layer each,
+/// written in place by a step (their buffers are donated to the step's results). Heads first:
+/// each head's keys are one contiguous {k, hd} matrix, which attention reads without a copy.
 /// KvState{{k0, k1}, {v0, v1}}
 struct KvState {
   std::vector<Tensor> k, v;
@@ -27,7 +28,7 @@ struct KvState {
   /// Zero-filled buffers for `layers` layers: KvState::zeros(cpu, 12, 1024, 12, 64, DType::f32)
   static KvState zeros(const Platform& platform, int64_t layers, int64_t context, int64_t kvHeads, int64_t headDim,
                        DType dtype) {
-    const Shape shape = Shape({context, kvHeads, headDim}, dtype).withTags({"k", "h", "hd"});
+    const Shape shape = Shape({kvHeads, context, headDim}, dtype).withTags({"h", "k", "hd"});
     const std::vector<uint8_t> bytes(shape.byteSize(), 0);
     KvState s;
     for (int64_t i = 0; i < 2 * layers; ++i)
@@ -37,6 +38,12 @@ struct KvState {
 
   /// Layer i as an nn::KvCache whose next keys go at `position`.
   nn::KvCache layer(size_t i, const Tensor& position) const { return nn::KvCache{k.at(i), v.at(i), position}; }
+};
+
+/// One step's attention inputs: queries {q, h, hd}, and the new keys and values in the cache's
+/// layout {h=kvHeads, k, hd}.
+struct Qkv {
+  Tensor q, k, v;
 };
 
 /// What one step of a model returns: the logits of the last real token, {voc}:f32, and the

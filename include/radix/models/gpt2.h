@@ -55,15 +55,19 @@ struct Attention {
   nn::Linear c_proj;  // a -> d
   int64_t heads = 12;
 
-  /// x {s, d}, cache {k, h, hd} -> ({s, d}, cache with x's keys and values written at its index)
-  std::pair<Tensor, nn::KvCache> forward(Tensor x, nn::KvCache cache) const {
+  /// x {s, d} -> q {q=s, h, hd}, k and v {h, k=s, hd}
+  Qkv project(Tensor x) const {
     const std::vector<Tensor> qkv = c_attn.forward(x).chunkExact("qkv", 3);
     auto split = [&](const Tensor& t, Tag positions) {
       return t.splitAxis("qkv", {{"h", heads}, {"hd", -1}}).rename({{"s", positions}});
     };
-    const nn::KvCache updated = cache.update(split(qkv[1], "k"), split(qkv[2], "k"));
-    const Tensor mixed = updated.attend(split(qkv[0], "q"));  // {q, h, hd}
-    return {c_proj.forward(mixed.rename({{"q", "s"}}).mergeAxes({"h", "hd"}, "a")), updated};
+    auto cached = [&](const Tensor& t) { return split(t, "k").transpose({"h", "k", "hd"}); };  // the cache's layout
+    return Qkv{split(qkv[0], "q"), cached(qkv[1]), cached(qkv[2])};
+  }
+
+  /// q {q, h, hd} over a cache that holds its keys and values already -> {s=q, d}
+  Tensor mix(Tensor q, const nn::KvCache& cache) const {
+    return c_proj.forward(cache.attend(q).rename({{"q", "s"}}).mergeAxes({"h", "hd"}, "a"));
   }
 };
 
@@ -83,11 +87,13 @@ struct Block {
   nn::LayerNorm ln_2;
   Mlp mlp;
 
-  /// x {s, d} -> ({s, d}, updated cache)
-  std::pair<Tensor, nn::KvCache> forward(Tensor x, nn::KvCache cache) const {
-    auto [a, updated] = attn.forward(ln_1.forward(x), cache);
-    x = x.add(a);
-    return {x.add(mlp.forward(ln_2.forward(x))), updated};
+  /// The attention's inputs: x {s, d} -> Qkv (the step writes k and v into the cache).
+  Qkv project(Tensor x) const { return attn.project(ln_1.forward(x)); }
+
+  /// The rest of the block, over the updated cache: x {s, d} -> {s, d}
+  Tensor finish(Tensor x, Tensor q, nn::KvCache cache) const {
+    x = x.add(attn.mix(q, cache));
+    return x.add(mlp.forward(ln_2.forward(x)));
   }
 };
 
@@ -111,8 +117,11 @@ struct Model {
     Tensor x = nn::detail::as(wte.forward(ids), compute).add(nn::detail::as(wpe.forward(positions), compute));
     StepResult out;
     for (size_t i = 0; i < h.size(); ++i) {
-      auto [y, updated] = radix::call(h[i], &Block::forward, x, cache.layer(i, position));
-      x = y;
+      const Qkv p = radix::call(h[i], &Block::project, x);
+      // The cache is written here, in @main: written inside a radix::call, it would be copied
+      // whole on every step (bufferization across function boundaries).
+      const nn::KvCache updated = cache.layer(i, position).update(p.k, p.v);
+      x = radix::call(h[i], &Block::finish, x, p.q, updated);
       out.cache.k.push_back(updated.k);
       out.cache.v.push_back(updated.v);
     }

@@ -73,18 +73,21 @@ struct Attention {
   int64_t heads = 32, kvHeads = 32;
   nn::Rope rope;
 
-  /// x {s, d}, position {}:i32, cache {k, h=kvHeads, hd} -> ({s, d}, updated cache)
-  std::pair<Tensor, nn::KvCache> forward(Tensor x, Tensor position, nn::KvCache cache) const {
-    auto project = [&](const nn::Linear& l, Tag axis, int64_t n, Tag positions, bool rotate) {
+  /// x {s, d} at positions position.. -> q {q=s, h, hd}, k and v {h=kvHeads, k=s, hd}, with RoPE
+  Qkv project(Tensor x, Tensor position) const {
+    auto split = [&](const nn::Linear& l, Tag axis, int64_t n, Tag positions, bool rotate) {
       Tensor t = l.forward(x).splitAxis(axis, {{"h", n}, {"hd", -1}});  // {s, h, hd}
       if (rotate) t = rope.forward(t, position);
-      return t.rename({{"s", positions}});
+      t = t.rename({{"s", positions}});
+      return positions == Tag("k") ? t.transpose({"h", "k", "hd"}) : t;  // the cache's layout
     };
-    const Tensor q = project(q_proj, "hq", heads, "q", true);
-    const nn::KvCache updated =
-        cache.update(project(k_proj, "hkv", kvHeads, "k", true), project(v_proj, "hkv", kvHeads, "k", false));
-    const Tensor mixed = updated.attend(q);  // {q, h, hd}
-    return {o_proj.forward(mixed.rename({{"q", "s"}}).mergeAxes({"h", "hd"}, "a")), updated};
+    return Qkv{split(q_proj, "hq", heads, "q", true), split(k_proj, "hkv", kvHeads, "k", true),
+               split(v_proj, "hkv", kvHeads, "k", false)};
+  }
+
+  /// q {q, h, hd} over a cache that holds its keys and values already -> {s=q, d}
+  Tensor mix(Tensor q, const nn::KvCache& cache) const {
+    return o_proj.forward(cache.attend(q).rename({{"q", "s"}}).mergeAxes({"h", "hd"}, "a"));
   }
 };
 
@@ -103,11 +106,13 @@ struct Layer {
   nn::RMSNorm post_attention_layernorm;
   Mlp mlp;
 
-  /// x {s, d} -> ({s, d}, updated cache)
-  std::pair<Tensor, nn::KvCache> forward(Tensor x, Tensor position, nn::KvCache cache) const {
-    auto [a, updated] = self_attn.forward(input_layernorm.forward(x), position, cache);
-    x = x.add(a);
-    return {x.add(mlp.forward(post_attention_layernorm.forward(x))), updated};
+  /// The attention's inputs: x {s, d} -> Qkv (the step writes k and v into the cache).
+  Qkv project(Tensor x, Tensor position) const { return self_attn.project(input_layernorm.forward(x), position); }
+
+  /// The rest of the layer, over the updated cache: x {s, d} -> {s, d}
+  Tensor finish(Tensor x, Tensor q, nn::KvCache cache) const {
+    x = x.add(self_attn.mix(q, cache));
+    return x.add(mlp.forward(post_attention_layernorm.forward(x)));
   }
 };
 
@@ -127,8 +132,11 @@ struct Model {
     position = position.convert(DType::i32);
     StepResult out;
     for (size_t i = 0; i < layers.size(); ++i) {
-      auto [y, updated] = radix::call(layers[i], &Layer::forward, x, position, cache.layer(i, position));
-      x = y;
+      const Qkv p = radix::call(layers[i], &Layer::project, x, position);
+      // The cache is written here, in @main: written inside a radix::call, it would be copied
+      // whole on every step (bufferization across function boundaries).
+      const nn::KvCache updated = cache.layer(i, position).update(p.k, p.v);
+      x = radix::call(layers[i], &Layer::finish, x, p.q, updated);
       out.cache.k.push_back(updated.k);
       out.cache.v.push_back(updated.v);
     }
