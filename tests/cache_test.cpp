@@ -327,7 +327,10 @@ TEST_F(Cache, ThreadCountSelectsOpenMpLoopsWithEqualResults) {
   const radix::Platform host = radix::Platform::cpu();
   Tensor ta = Tensor::fromValues(host, Shape({129, 67}, DType::f32), a);
   Tensor tb = Tensor::fromValues(host, Shape({67, 33}, DType::f32), b);
-  auto fn = [](Tensor a, Tensor b) { return a.dotGeneral(b, {{1, 0}}, {}).relu().sum(1); };
+  // An integer contraction: f32 ones call the GEMM kernel (compiler/kernels), not OpenMP loops.
+  auto fn = [](Tensor a, Tensor b) {
+    return a.convert(DType::i32).dotGeneral(b.convert(DType::i32), {{1, 0}}, {}).convert(DType::f32).relu().sum(1);
+  };
   auto run = [&](int threads, const std::string& dump) {
     radix::CompileOptions o;
     o.cache = false;

@@ -436,6 +436,11 @@ TEST(IoLoadInto, ProgressBarWhenForced) {
   testing::internal::CaptureStderr();
   io::loadInto(cpu(), m, ckpt, spec);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  ::setenv("RADIX_PROGRESS", "on", 1);  // forced by the environment
+  testing::internal::CaptureStderr();
+  io::loadInto(cpu(), m, ckpt, spec);
+  ::unsetenv("RADIX_PROGRESS");
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("done in"), std::string::npos);
 }
 
 // ---- corrupt files: each a clear error naming the field ----

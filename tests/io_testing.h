@@ -96,3 +96,39 @@ inline std::string readFile(const std::string& path) {
 }
 
 }  // namespace radix::iotest
+
+namespace radix::iotest {
+
+/// Byte-level GGUF builder for hand-made (and hand-broken) files.
+struct Gguf {
+  std::string out;
+  Gguf& raw(const std::string& s) {
+    out += s;
+    return *this;
+  }
+  template <class T>
+  Gguf& num(T v) {
+    out.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  Gguf& u32(uint32_t v) { return num(v); }
+  Gguf& u64(uint64_t v) { return num(v); }
+  Gguf& str(const std::string& s) { return u64(s.size()).raw(s); }
+  /// "GGUF", version, tensor count, kv count.
+  Gguf& header(uint64_t tensors, uint64_t kvs, uint32_t version = 3) { return raw("GGUF").u32(version).u64(tensors).u64(kvs); }
+  Gguf& kvString(const std::string& key, const std::string& value) { return str(key).u32(8).str(value); }
+  Gguf& kvU32(const std::string& key, uint32_t value) { return str(key).u32(4).u32(value); }
+  /// A tensor info: name, ne (innermost first), ggml type id, offset in the data section.
+  Gguf& tensor(const std::string& name, const std::vector<uint64_t>& ne, uint32_t type, uint64_t offset) {
+    str(name).u32(static_cast<uint32_t>(ne.size()));
+    for (uint64_t n : ne) u64(n);
+    return u32(type).u64(offset);
+  }
+  /// Zero padding up to a multiple of `alignment`.
+  Gguf& align(size_t alignment = 32) {
+    out.resize((out.size() + alignment - 1) / alignment * alignment, '\0');
+    return *this;
+  }
+};
+
+}  // namespace radix::iotest

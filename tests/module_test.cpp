@@ -220,6 +220,33 @@ TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
   std::filesystem::remove_all(dir);
 }
 
+// A result buffer of 1 MiB or more goes back to a pool when its tensor dies, and the next
+// result of the same size takes it: no fresh mapping and page faults per call.
+TEST(Module, LargeResultBuffersAreReused) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "the pool is off under AddressSanitizer, so that it sees every reuse";
+#endif
+#endif
+  auto fn = [](Tensor x) { return x.add(x); };
+  const Shape s({512, 1024}, DType::f32);  // 2 MiB
+  Tensor x = Tensor::fromValues(cpu(), s, std::vector<float>(s.count(), 1.f));
+  radix::Exe exe = radix::compile(cpu(), fn, x);
+  const void* first = nullptr;
+  {
+    Tensor y = exe(x);
+    first = y.bufferAddress();
+  }
+  Tensor z = exe(x);
+  EXPECT_EQ(z.bufferAddress(), first);
+  const std::vector<float> values = z.toVector<float>();
+  EXPECT_EQ(values.front(), 2.f);
+  EXPECT_EQ(values.back(), 2.f);
+  // A small result is a fresh allocation: the pool only keeps large buffers.
+  Tensor small = radix::testing::compileAndCall(cpu(), fn, Tensor::fromValues(cpu(), Shape({4}, DType::f32), {1, 2, 3, 4}));
+  radix::testing::expectClose(small, {2, 4, 6, 8}, 0);
+}
+
 TEST(Module, DonatingOneArgumentTwiceIsAnError) {
   auto fn = [](Tensor x) { return std::make_pair(x.exp().reuseBuffer(x), x.log().reuseBuffer(x)); };
   std::string e = errorOf([&] { radix::compile(cpu(), fn, Tensor(Shape({4}, DType::f32))); });

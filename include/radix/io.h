@@ -36,6 +36,7 @@
 
 #include "radix/detail/visit.h"
 #include "radix/tensor.h"
+#include "radix/tokenizer.h"
 
 namespace radix::io {
 
@@ -233,5 +234,12 @@ struct ModelConfig {
 /// rms_norm_eps, max_position_embeddings, vocab_size). [config] error naming a missing key.
 /// readModelConfig(Checkpoint::open("gpt2/")).nEmbd -> 768
 ModelConfig readModelConfig(const Checkpoint& checkpoint);
+
+/// The vocabulary of a GGUF checkpoint (tokenizer.ggml.model, .pre, .tokens, .scores,
+/// .token_type, .merges, .bos_token_id, .eos_token_id, .unknown_token_id, .add_space_prefix),
+/// for Tokenizer::fromVocab. [gguf] errors for a missing model or token list, per-token arrays
+/// whose length differs from the token count, and ids out of range.
+/// Tokenizer::fromVocab(io::vocabFromGguf(Checkpoint::open("llama.gguf"))).vocabSize() -> 32000
+VocabSpec vocabFromGguf(const Checkpoint& checkpoint);
 
 }  // namespace radix::io

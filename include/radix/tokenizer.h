@@ -13,11 +13,14 @@
 ///
 /// SentencePiece: `tokenizer.model` files go through libsentencepiece; GGUF vocabularies
 /// (model "llama") are encoded natively as llama.cpp does (merges by piece score, U+2581 for
-/// spaces, a dummy space prefix, <0xNN> byte fallback, the unknown token otherwise).
+/// spaces, a dummy space prefix, <0xNN> byte fallback, the unknown token otherwise); HF's
+/// SentencePiece-style tokenizer.json (Llama 2: Prepend/Replace normalizers or Metaspace,
+/// byte_fallback) natively by merge ranks.
 ///
 /// Special tokens (matching "<|endoftext|>" in text), BOS/EOS insertion and chat templates are
-/// out of scope: encode() treats all text as plain text. Errors are radix::Error "[tokenizer] ..."
-/// naming the file and field.
+/// out of scope: encode() treats all text as plain text, and special / control tokens decode to
+/// nothing. Errors are radix::Error "[tokenizer] ..." naming the file and field.
+/// docs/tokenizers.md has the details and how the tests check them.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -26,6 +29,10 @@
 #include <vector>
 
 namespace radix {
+
+namespace io {
+class Checkpoint;
+}
 
 /// A vocabulary as GGUF metadata describes it (tokenizer.ggml.*).
 /// VocabSpec{.model = "gpt2", .pre = "gpt2", .tokens = {...}, .merges = {"Ġ t", ...}}
@@ -58,6 +65,14 @@ class Tokenizer {
   /// GGUF metadata: model "gpt2" (byte-level BPE; pre "gpt2", "llama-bpe", ...) or "llama"
   /// (SentencePiece by scores). Tokenizer::fromVocab(spec).encode("Hi") -> {...}
   static Tokenizer fromVocab(const VocabSpec& spec);
+  /// The vocabulary of a GGUF checkpoint's metadata: tokenizer.ggml.model, .pre, .tokens,
+  /// .scores, .token_type, .merges, .bos_token_id, .eos_token_id, .unknown_token_id,
+  /// .add_space_prefix. [tokenizer] error naming a missing key.
+  /// Tokenizer::ggufVocab(io::Checkpoint::open("model.gguf")).model -> "llama"
+  static VocabSpec ggufVocab(const io::Checkpoint& checkpoint);
+  /// A checkpoint's tokenizer: its GGUF metadata for GGUF files, else the tokenizer files of its
+  /// folder (fromFile). Tokenizer::fromCheckpoint(ckpt).encode("Hi")
+  static Tokenizer fromCheckpoint(const io::Checkpoint& checkpoint);
   /// The pieces, scores and types of a SentencePiece `tokenizer.model`, read through
   /// libsentencepiece: fromVocab() of it encodes natively what fromFile() encodes through the
   /// library. Tokenizer::sentencePieceVocab("tokenizer.model").tokens.size() -> 32000 (Llama 2)
@@ -82,7 +97,8 @@ class Tokenizer {
   int32_t vocabSize() const;
   int32_t bos() const;  // -1 when none
   int32_t eos() const;  // -1 when none
-  /// "bpe" (byte-level BPE), "spm" (native SentencePiece) or "sentencepiece" (libsentencepiece).
+  /// "bpe" (byte-level BPE), "bpe-sp" (SentencePiece-style BPE by merge ranks, as HF's Llama 2
+  /// tokenizer.json), "spm" (native SentencePiece by scores) or "sentencepiece" (libsentencepiece).
   std::string kind() const;
 
   struct Impl;

@@ -16,6 +16,8 @@
 #include <sstream>
 
 #include "compiler/cache.h"
+#include "compiler/kernels/lower.h"
+#include "compiler/fast_ewise.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -67,7 +69,7 @@ constexpr const char* kPackedEntry = "_mlir_radix_entry";
 constexpr const char* kEntryKeySymbol = "radix_entry_key";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-8d";
+constexpr const char* kPipelineVersion = "pipeline-9";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -75,7 +77,10 @@ const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 // Tensors -> buffers.
 const char* kBufferizePipeline =
     "convert-elementwise-to-linalg,"
-    "func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,eliminate-empty-tensors,"
+    "func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,"
+    // fast_ewise.cpp: unit dims folded (reshapes out of the way), row ops fused over rows.
+    "func.func(radix-fold-unit-dims,canonicalize,cse,linalg-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse,"
+    "eliminate-empty-tensors,"
     "one-shot-bufferize{allow-return-allocs-from-loops bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
     "buffer-deallocation-pipeline,convert-bufferization-to-memref";
@@ -84,7 +89,7 @@ const char* kBufferizePipeline =
 // become OpenMP work-sharing loops (libomp).
 std::string loopsPipeline(int threads) {
   const bool parallel = threads != 1;
-  std::string p;
+  std::string p = std::string("func.func(radix-lower-rows{parallel=") + (parallel ? "1" : "0") + "}),";  // fast_ewise.cpp
   if (parallel) {
     p += "func.func(convert-linalg-to-parallel-loops),lower-affine,convert-scf-to-openmp{num-threads=" +
          std::to_string(std::max(threads, 0)) + "},canonicalize,";
@@ -92,9 +97,9 @@ std::string loopsPipeline(int threads) {
     p += "func.func(convert-linalg-to-loops),lower-affine,convert-scf-to-cf,canonicalize,";
   }
   p += "expand-strided-metadata,lower-affine,"
-       "func.func(math-extend-to-supported-types{target-type=f32}),"
+       "func.func(math-extend-to-supported-types{target-type=f32}),func.func(radix-math-approx),"
        "func.func(arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}),"
-       "func.func(arith-expand{include-bf16}),finalize-memref-to-llvm,";
+       "func.func(arith-expand{include-bf16}),convert-vector-to-llvm,finalize-memref-to-llvm,";
   // alloca_scope regions made by scf-to-openmp must reach LLVM before scf becomes cf.
   if (parallel) p += "convert-scf-to-cf,";
   // Shapes are static: functions take bare data pointers, not memref descriptors, which keeps
@@ -125,6 +130,7 @@ void lowerSmallOpsToLoops(mlir::ModuleOp module) {
   std::vector<mlir::linalg::LinalgOp> small;
   module.walk([&](mlir::linalg::LinalgOp op) {
     if (!op.hasPureBufferSemantics()) return;
+    if (op->getParentOfType<mlir::scf::ForallOp>()) return;  // row loops: radix-lower-rows (fast_ewise.cpp)
     int64_t iterations = 1;
     for (int64_t range : op.getStaticLoopRanges()) {
       if (mlir::ShapedType::isDynamic(range)) return;
@@ -157,7 +163,10 @@ void initLlvmOnce() {
 
 void registerPassesOnce() {
   static std::once_flag once;
-  std::call_once(once, [] { mlir::registerAllPasses(); });
+  std::call_once(once, [] {
+    mlir::registerAllPasses();
+    registerFastEwisePasses();
+  });
 }
 
 struct Target {
@@ -534,6 +543,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
+    kernels::lowerContractionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");
     keepCallsOutOfLine(*lowered);

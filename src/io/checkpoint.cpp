@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -332,10 +333,10 @@ std::shared_ptr<Checkpoint::Impl> openIndex(const std::string& path) {
   std::vector<std::string> shards;  // in order of first mention
   std::map<std::string, size_t> shardIndex;
   for (auto& [name, file] : map->items()) {
-    if (!file.is_string()) throw Error(where + "\"weight_map\": " + json(name).dump() + " maps to " + file.dump() + ", not a file name");
+    if (!file.is_string()) throw Error(where + "\"weight_map\": " + quotedName(name) + " maps to " + file.dump() + ", not a file name");
     const std::string shard = file.get<std::string>();
     if (!safeShardName(shard))
-      throw Error(where + "\"weight_map\": " + json(name).dump() + " maps to " + json(shard).dump() +
+      throw Error(where + "\"weight_map\": " + quotedName(name) + " maps to " + quotedName(shard) +
                   ", not a file name inside the checkpoint's folder");
     if (shardIndex.emplace(shard, shards.size()).second) shards.push_back(shard);
   }
@@ -351,13 +352,13 @@ std::shared_ptr<Checkpoint::Impl> openIndex(const std::string& path) {
     auto it = impl->byName.find(name);
     if (it != impl->byName.end()) t = &impl->tensors[it->second];
     const std::string shardPath = (fs::path(impl->folder) / file.get<std::string>()).string();
-    if (!t) throw Error(where + "\"weight_map\": tensor " + json(name).dump() + " is not in " + shardPath);
+    if (!t) throw Error(where + "\"weight_map\": tensor " + quotedName(name) + " is not in " + shardPath);
     if (t->file != shardPath)
-      throw Error(where + "\"weight_map\": tensor " + json(name).dump() + " is listed in " + shardPath + " but stored in " + t->file);
+      throw Error(where + "\"weight_map\": tensor " + quotedName(name) + " is listed in " + shardPath + " but stored in " + t->file);
   }
   if (impl->tensors.size() != map->size())
     for (const TensorInfo& t : impl->tensors)
-      if (!map->contains(t.name)) throw Error(where + "\"weight_map\" does not list tensor " + json(t.name).dump() + " stored in " + t.file);
+      if (!map->contains(t.name)) throw Error(where + "\"weight_map\" does not list tensor " + quotedName(t.name) + " stored in " + t.file);
   return impl;
 }
 
@@ -492,6 +493,56 @@ void prefault(const uint8_t* p, size_t n) {
   (void)sink;
 }
 
+template <DType From>
+float readElement(const uint8_t* src, size_t i) {
+  if constexpr (From == DType::f32) {
+    float x;
+    std::memcpy(&x, src + 4 * i, 4);
+    return x;
+  } else {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    return From == DType::f16 ? radix::detail::halfToFloat(h) : radix::detail::bf16ToFloat(h);
+  }
+}
+
+template <DType To>
+void writeElement(uint8_t* dst, size_t i, float x) {
+  if constexpr (To == DType::f32) {
+    std::memcpy(dst + 4 * i, &x, 4);
+  } else {
+    const uint16_t h = To == DType::f16 ? radix::detail::floatToHalf(x) : radix::detail::floatToBf16(x);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+template <DType From, DType To>
+void convertRange(const uint8_t* src, uint8_t* dst, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) writeElement<To>(dst, i, readElement<From>(src, i));
+}
+
+/// The common conversions among f32, f16 and bf16 without the generic double path; false for
+/// other pairs. `src` may be unaligned.
+bool convertHalves(DType from, DType to, const uint8_t* src, uint8_t* dst, size_t n, ProgressBar* bar) {
+  using Fn = void (*)(const uint8_t*, uint8_t*, size_t, size_t);
+  Fn fn = nullptr;
+  constexpr DType f32 = DType::f32, f16 = DType::f16, bf16 = DType::bf16;
+  if (from == f32 && to == f16) fn = convertRange<f32, f16>;
+  if (from == f32 && to == bf16) fn = convertRange<f32, bf16>;
+  if (from == f16 && to == f32) fn = convertRange<f16, f32>;
+  if (from == bf16 && to == f32) fn = convertRange<bf16, f32>;
+  if (from == f16 && to == bf16) fn = convertRange<f16, bf16>;
+  if (from == bf16 && to == f16) fn = convertRange<bf16, f16>;
+  if (!fn) return false;
+  constexpr size_t kChunk = 1 << 16;
+  for (size_t k = 0; k < n; k += kChunk) {
+    const size_t m = std::min(kChunk, n - k);
+    fn(src, dst, k, k + m);
+    if (bar) bar->advance(m * sizeOf(from));
+  }
+  return true;
+}
+
 Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar) {
   const TensorInfo& t = impl.tensors[i];
   const std::string what = "tensor \"" + t.name + "\" (" + t.type + " " + dimsStr(t.dims) + ")";
@@ -522,19 +573,25 @@ Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform,
     throw Error("[checkpoint] " + what + " cannot be loaded as " + std::string(name(to)) +
                 " (conversions are among f16, bf16, f32 and f64)");
   const Shape shape(t.dims, to);
-  std::vector<uint8_t> out(shape.byteSize());
-  constexpr size_t kChunk = 1 << 16;
-  std::vector<double> values(kChunk);
-  std::vector<uint8_t> aligned(kChunk * 8);
-  const size_t n = static_cast<size_t>(stored.count());
-  for (size_t k = 0; k < n; k += kChunk) {
-    const size_t m = std::min(kChunk, n - k);
-    std::memcpy(aligned.data(), data + k * sizeOf(from), m * sizeOf(from));  // any alignment
-    radix::detail::decodeValues<double>(from, aligned.data(), values.data(), m);
-    radix::detail::encodeValues<double>(to, values.data(), out.data() + k * sizeOf(to), m);
-    if (bar) bar->advance(m * sizeOf(from));
+  // The converted copy is owned by the tensor itself (no zero fill, no second copy).
+  std::shared_ptr<uint8_t> owned(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(64, (shape.byteSize() + 63) / 64 * 64))),
+                                 std::free);
+  if (!owned) throw Error("[checkpoint] out of memory converting " + what + " to " + std::string(name(to)));
+  uint8_t* out = owned.get();
+  if (!convertHalves(from, to, data, out, static_cast<size_t>(stored.count()), bar)) {
+    constexpr size_t kChunk = 1 << 16;
+    std::vector<double> values(kChunk);
+    std::vector<uint8_t> aligned(kChunk * 8);
+    const size_t n = static_cast<size_t>(stored.count());
+    for (size_t k = 0; k < n; k += kChunk) {
+      const size_t m = std::min(kChunk, n - k);
+      std::memcpy(aligned.data(), data + k * sizeOf(from), m * sizeOf(from));  // any alignment
+      radix::detail::decodeValues<double>(from, aligned.data(), values.data(), m);
+      radix::detail::encodeValues<double>(to, values.data(), out + k * sizeOf(to), m);
+      if (bar) bar->advance(m * sizeOf(from));
+    }
   }
-  return Tensor::fromBytes(platform, shape, out.data(), out.size());
+  return Tensor::fromExternal(platform, shape, out, std::move(owned));
 }
 }  // namespace
 
@@ -558,6 +615,12 @@ constexpr uint64_t kBarThreshold = uint64_t{64} << 20;
 }  // namespace
 
 ProgressBar::ProgressBar(Progress mode, uint64_t total) : total_(total) {
+  if (mode == Progress::automatic)
+    if (const char* env = std::getenv("RADIX_PROGRESS")) {
+      const std::string_view v(env);
+      if (v == "on" || v == "1") mode = Progress::on;
+      if (v == "off" || v == "0") mode = Progress::off;
+    }
   active_ = mode == Progress::on || (mode == Progress::automatic && total >= kBarThreshold && ::isatty(2));
   start_ = last_ = now();
 }
@@ -760,6 +823,53 @@ ModelConfig readModelConfig(const Checkpoint& checkpoint) {
   c.tiedEmbeddings = !hasOutput;
   if (const MetaValue* tie = checkpoint.meta("tie_word_embeddings")) c.tiedEmbeddings = tie->asBool();
   return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GGUF vocabularies
+
+VocabSpec vocabFromGguf(const Checkpoint& checkpoint) {
+  const std::string where = "[gguf] " + (checkpoint.impl()->sources.empty() ? checkpoint.folder() : checkpoint.impl()->sources[0].label) + ": ";
+  if (checkpoint.format() != "gguf") throw Error(where + "not a GGUF checkpoint: its vocabulary is in tokenizer files");
+  auto need = [&](const char* key) -> const MetaValue& {
+    const MetaValue* v = checkpoint.meta(key);
+    if (!v) throw Error(where + "missing key \"" + std::string(key) + "\"");
+    return *v;
+  };
+  VocabSpec spec;
+  spec.model = need("tokenizer.ggml.model").asString();
+  const MetaValue* pre = checkpoint.meta("tokenizer.ggml.pre");
+  spec.pre = pre ? pre->asString() : "default";
+  spec.tokens = need("tokenizer.ggml.tokens").asStrings();
+  const size_t n = spec.tokens.size();
+  if (n > static_cast<size_t>(INT32_MAX)) throw Error(where + "tokenizer.ggml.tokens: more than 2^31 tokens");
+  if (const MetaValue* scores = checkpoint.meta("tokenizer.ggml.scores")) {
+    for (double x : scores->asFloats()) spec.scores.push_back(static_cast<float>(x));
+    if (spec.scores.size() != n)
+      throw Error(where + "tokenizer.ggml.scores has " + std::to_string(spec.scores.size()) + " values for " + std::to_string(n) + " tokens");
+  }
+  if (const MetaValue* types = checkpoint.meta("tokenizer.ggml.token_type")) {
+    for (int64_t t : types->asInts()) {
+      if (t < 0 || t > 6) throw Error(where + "tokenizer.ggml.token_type holds " + std::to_string(t) + ", not a token type (0..6)");
+      spec.types.push_back(static_cast<int32_t>(t));
+    }
+    if (spec.types.size() != n)
+      throw Error(where + "tokenizer.ggml.token_type has " + std::to_string(spec.types.size()) + " values for " + std::to_string(n) + " tokens");
+  }
+  if (const MetaValue* merges = checkpoint.meta("tokenizer.ggml.merges")) spec.merges = merges->asStrings();
+  auto id = [&](const char* key, int32_t& out) {
+    const MetaValue* v = checkpoint.meta(key);
+    if (!v) return;
+    const int64_t i = v->asInt();
+    if (i < 0 || static_cast<uint64_t>(i) >= n)
+      throw Error(where + key + " = " + std::to_string(i) + " is out of range for " + std::to_string(n) + " tokens");
+    out = static_cast<int32_t>(i);
+  };
+  id("tokenizer.ggml.bos_token_id", spec.bos);
+  id("tokenizer.ggml.eos_token_id", spec.eos);
+  id("tokenizer.ggml.unknown_token_id", spec.unk);
+  if (const MetaValue* space = checkpoint.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = space->asBool();
+  return spec;
 }
 
 }  // namespace radix::io

@@ -35,6 +35,23 @@ constexpr StDType kDTypes[] = {
     {"BOOL", 1, DType::bool_}, {"F8_E5M2", 1, {}},    {"F8_E4M3", 1, {}},       {"F8_E8M0", 1, {}},
 };
 
+/// A JSON value for messages: its text when short and shallow (dump() recurses), else a summary.
+std::string brief(const json& j) {
+  if (!j.is_structured()) {
+    std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+    return s.size() > 80 ? s.substr(0, 80) + "..." : s;
+  }
+  if (j.size() > 16) return j.is_array() ? "an array of " + std::to_string(j.size()) + " values" : "an object";
+  std::string s = j.is_array() ? "[" : "{";
+  bool first = true;
+  for (const json& e : j) {
+    if (!first) s += ",";
+    first = false;
+    s += e.is_structured() ? (e.is_array() ? std::string("[...]") : std::string("{...}")) : brief(e);
+  }
+  return s + (j.is_array() ? "]" : "}");
+}
+
 struct Entry {
   std::string name;
   uint64_t begin, end;
@@ -118,7 +135,7 @@ void parseSafetensors(Checkpoint::Impl& impl, size_t sourceIndex, bool withMetad
     bool overflow = false;
     for (const json& d : *sh) {
       if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0))
-        fail(8, field + ": \"shape\" holds " + d.dump() + ", not a non-negative integer");
+        fail(8, field + ": \"shape\" holds " + brief(d) + ", not a non-negative integer");
       const uint64_t dim = d.get<uint64_t>();
       if (dim > static_cast<uint64_t>(INT64_MAX)) fail(8, field + ": \"shape\" dim " + std::to_string(dim) + " too large");
       overflow = overflow || __builtin_mul_overflow(count, dim, &count);
@@ -126,12 +143,12 @@ void parseSafetensors(Checkpoint::Impl& impl, size_t sourceIndex, bool withMetad
     }
     uint64_t bytes = 0;
     overflow = overflow || __builtin_mul_overflow(count, kind->size, &bytes);
-    if (overflow) fail(8, field + ": \"shape\" " + sh->dump() + " of " + type + " overflows 64 bits");
+    if (overflow) fail(8, field + ": \"shape\" " + brief(*sh) + " of " + type + " overflows 64 bits");
     uint64_t b[2];
     for (int i = 0; i < 2; ++i) {
       const json& o = (*off)[i];
       if (!o.is_number_unsigned() && !(o.is_number_integer() && o.get<int64_t>() >= 0))
-        fail(8, field + ": \"data_offsets\" holds " + o.dump() + ", not a non-negative integer");
+        fail(8, field + ": \"data_offsets\" holds " + brief(o) + ", not a non-negative integer");
       b[i] = o.get<uint64_t>();
     }
     const std::string range = "[" + std::to_string(b[0]) + ", " + std::to_string(b[1]) + "]";
@@ -141,7 +158,7 @@ void parseSafetensors(Checkpoint::Impl& impl, size_t sourceIndex, bool withMetad
                                                      std::to_string(dataSize) + " bytes)");
     if (b[1] - b[0] != bytes)
       fail(dataStart + b[0], field + ": \"data_offsets\" " + range + " hold " + std::to_string(b[1] - b[0]) +
-                                 " bytes, but shape " + sh->dump() + " of " + type + " needs " + std::to_string(bytes));
+                                 " bytes, but shape " + brief(*sh) + " of " + type + " needs " + std::to_string(bytes));
     info.bytes = bytes;
     info.file = src.label;
     info.offset = dataStart + b[0];

@@ -1,11 +1,13 @@
 // radix::Tokenizer: reading tokenizer.json, vocab.json + merges.txt, GGUF vocabularies and
 // tokenizer.model files into the models of tokenizer_bpe.cpp and tokenizer_spm.cpp.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "io/tokenizer_internal.h"
+#include "radix/io.h"
 
 namespace radix {
 
@@ -124,7 +126,47 @@ bool readPreTokenizer(const json& pre, tok::BpeSpec& spec, const std::string& or
     spec.patterns.push_back(regex);
     return false;
   }
-  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (ByteLevel, Split, Sequence)");
+  if (type == "Metaspace") {
+    // Legacy SentencePiece-style tokenizer.json: spaces -> replacement, a prefix, words split at it.
+    spec.space = getString(pre, "replacement", origin, path);
+    std::string scheme = getBool(pre, "add_prefix_space", true, origin, path) ? "always" : "never";
+    if (pre.contains("prepend_scheme")) scheme = getString(pre, "prepend_scheme", origin, path);
+    if (scheme != "always" && scheme != "first" && scheme != "never")
+      fail("[tokenizer] " + origin + ": " + path + ".prepend_scheme \"" + scheme + "\" is not one of always, first, never");
+    spec.prepend = scheme == "never" ? "" : spec.space;
+    spec.prependAlways = false;
+    spec.splitOnSpace = getBool(pre, "split", true, origin, path);
+    return false;
+  }
+  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (ByteLevel, Split, Metaspace, Sequence)");
+}
+
+// The normalizers of SentencePiece-style tokenizer.json files (Llama 2): Prepend("▁") and
+// Replace(" " -> "▁"), alone or in a Sequence.
+void readNormalizer(const json& n, tok::BpeSpec& spec, const std::string& origin, const std::string& path, int depth = 0) {
+  if (!n.is_object()) fail("[tokenizer] " + origin + ": " + path + " is " + typeOf(n) + ", expected an object");
+  if (depth > 8) fail("[tokenizer] " + origin + ": " + path + " nests Sequences too deeply");
+  const std::string type = getString(n, "type", origin, path);
+  if (type == "Sequence") {
+    auto it = n.find("normalizers");
+    if (it == n.end() || !it->is_array()) fail("[tokenizer] " + origin + ": " + path + ".normalizers is missing or not an array");
+    for (size_t i = 0; i < it->size(); ++i) readNormalizer((*it)[i], spec, origin, path + ".normalizers[" + std::to_string(i) + "]", depth + 1);
+    return;
+  }
+  if (type == "Prepend") {
+    spec.prepend = getString(n, "prepend", origin, path);
+    spec.prependAlways = true;
+    return;
+  }
+  if (type == "Replace") {
+    auto pattern = n.find("pattern");
+    if (pattern == n.end() || !pattern->is_object() || !pattern->contains("String") ||
+        getString(*pattern, "String", origin, path + ".pattern") != " ")
+      fail("[tokenizer] " + origin + ": " + path + ": only Replace of the String \" \" is supported");
+    spec.space = getString(n, "content", origin, path);
+    return;
+  }
+  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (Prepend, Replace, Sequence)");
 }
 
 // BOS/EOS by the spellings GPT-2, Llama 3 and SentencePiece vocabularies use.
@@ -203,16 +245,21 @@ std::shared_ptr<Tokenizer::Impl> loadJson(std::string_view text, const std::stri
       auto id = token.find("id");
       if (id == token.end() || !id->is_number_integer()) fail("[tokenizer] " + origin + ": " + where + ".id is missing or not an integer");
       place(spec.texts, id->get<int64_t>(), getString(token, "content", origin, where), origin, where);
+      if (getBool(token, "special", false, origin, where)) {
+        spec.control.resize(std::max<size_t>(spec.control.size(), id->get<int64_t>() + 1), false);
+        spec.control[id->get<int64_t>()] = true;
+      }
     }
   }
+  const auto pre = root.find("pre_tokenizer");
+  spec.byteLevel = pre != root.end() && !pre->is_null() && readPreTokenizer(*pre, spec, origin, "pre_tokenizer");
   auto normalizer = root.find("normalizer");
-  if (normalizer != root.end() && !normalizer->is_null())
-    fail("[tokenizer] " + origin + ": normalizer " +
-         (normalizer->is_object() && normalizer->contains("type") ? (*normalizer)["type"].dump() : normalizer->dump().substr(0, 40)) +
-         " is not supported (byte-level BPE has none)");
-  auto pre = root.find("pre_tokenizer");
-  if (pre == root.end() || pre->is_null() || !readPreTokenizer(*pre, spec, origin, "pre_tokenizer"))
-    fail("[tokenizer] " + origin + ": pre_tokenizer has no ByteLevel step: only byte-level BPE tokenizer.json files are supported");
+  if (normalizer != root.end() && !normalizer->is_null()) {
+    if (spec.byteLevel) fail("[tokenizer] " + origin + ": a normalizer with a ByteLevel pre-tokenizer is not supported");
+    readNormalizer(*normalizer, spec, origin, "normalizer");
+  }
+  spec.byteFallback = getBool(*model, "byte_fallback", false, origin, "model");
+  spec.fuseUnk = getBool(*model, "fuse_unk", false, origin, "model");
   if (auto unk = model->find("unk_token"); unk != model->end() && unk->is_string()) {
     const std::string name = unk->get<std::string>();
     for (size_t id = 0; id < spec.texts.size(); ++id)
@@ -288,6 +335,10 @@ Tokenizer Tokenizer::fromVocab(const VocabSpec& spec) {
       fail("[tokenizer] " + origin + ".pre \"" + spec.pre + "\" is not supported (gpt2, llama-bpe)");
     }
     bpe.unk = spec.unk;
+    for (size_t id = 0; id < spec.types.size(); ++id) {
+      bpe.control.resize(n, false);
+      bpe.control[id] = spec.types[id] == 3;  // control tokens decode to nothing, as in llama.cpp
+    }
     impl = tok::makeBpe(std::move(bpe));
   } else if (spec.model == "llama") {
     impl = tok::makeSpm(spec, origin);
@@ -331,6 +382,40 @@ Tokenizer Tokenizer::fromFile(const std::string& path) {
     return Tokenizer(std::move(impl));
   }
   return Tokenizer(tok::makeSentencePiece(p.string()));
+}
+
+VocabSpec Tokenizer::ggufVocab(const io::Checkpoint& checkpoint) {
+  const auto need = [&](const char* key) -> const io::MetaValue& {
+    const io::MetaValue* value = checkpoint.meta(key);
+    if (!value) fail(std::string("[tokenizer] the GGUF metadata has no ") + key);
+    return *value;
+  };
+  const auto id = [&](const char* key) -> int32_t {
+    const io::MetaValue* value = checkpoint.meta(key);
+    if (!value) return -1;
+    const int64_t v = value->asInt();
+    if (v < -1 || v >= kMaxVocab) fail("[tokenizer] GGUF " + std::string(key) + " " + std::to_string(v) + " is out of range");
+    return static_cast<int32_t>(v);
+  };
+  VocabSpec spec;
+  spec.model = need("tokenizer.ggml.model").asString();
+  if (const io::MetaValue* pre = checkpoint.meta("tokenizer.ggml.pre")) spec.pre = pre->asString();
+  spec.tokens = need("tokenizer.ggml.tokens").asStrings();
+  if (const io::MetaValue* scores = checkpoint.meta("tokenizer.ggml.scores"))
+    for (double score : scores->asFloats()) spec.scores.push_back(static_cast<float>(score));
+  if (const io::MetaValue* types = checkpoint.meta("tokenizer.ggml.token_type"))
+    for (int64_t type : types->asInts()) spec.types.push_back(static_cast<int32_t>(std::clamp<int64_t>(type, -1, 1000)));
+  if (const io::MetaValue* merges = checkpoint.meta("tokenizer.ggml.merges")) spec.merges = merges->asStrings();
+  spec.bos = id("tokenizer.ggml.bos_token_id");
+  spec.eos = id("tokenizer.ggml.eos_token_id");
+  spec.unk = id("tokenizer.ggml.unknown_token_id");
+  if (const io::MetaValue* prefix = checkpoint.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = prefix->asBool();
+  return spec;
+}
+
+Tokenizer Tokenizer::fromCheckpoint(const io::Checkpoint& checkpoint) {
+  if (checkpoint.format() == "gguf" && checkpoint.meta("tokenizer.ggml.model")) return fromVocab(ggufVocab(checkpoint));
+  return fromFile(checkpoint.folder());
 }
 
 VocabSpec Tokenizer::sentencePieceVocab(const std::string& path) { return tok::readSentencePiece(path); }

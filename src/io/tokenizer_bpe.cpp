@@ -186,29 +186,36 @@ Regex::~Regex() {
   pcre2_code_free(static_cast<pcre2_code*>(code_));
 }
 
-void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const {
+Regex::Scratch::Scratch(const Regex& regex) {
+  auto* data = pcre2_match_data_create_from_pattern(static_cast<pcre2_code*>(regex.code_), nullptr);
+  auto* context = pcre2_match_context_copy(static_cast<pcre2_match_context*>(regex.context_));
+  // JIT stacks may not be shared between threads: one per scratch.
+  auto* stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
+  data_ = data, context_ = context, stack_ = stack;
+  if (!data || !context || !stack) {
+    this->~Scratch();
+    fail("[tokenizer] out of memory for the regex matcher");
+  }
+  pcre2_jit_stack_assign(context, nullptr, stack);
+}
+
+Regex::Scratch::~Scratch() {
+  pcre2_jit_stack_free(static_cast<pcre2_jit_stack*>(stack_));
+  pcre2_match_context_free(static_cast<pcre2_match_context*>(context_));
+  pcre2_match_data_free(static_cast<pcre2_match_data*>(data_));
+  data_ = context_ = stack_ = nullptr;
+}
+
+void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces,
+                  Scratch& scratch) const {
   auto* code = static_cast<pcre2_code*>(code_);
-  struct Scratch {
-    pcre2_match_data* data;
-    pcre2_match_context* context;
-    pcre2_jit_stack* stack;
-    ~Scratch() {
-      pcre2_jit_stack_free(stack);
-      pcre2_match_context_free(context);
-      pcre2_match_data_free(data);
-    }
-  };
-  // One JIT stack per call: stacks may not be shared between threads.
-  Scratch scratch{pcre2_match_data_create_from_pattern(code, nullptr),
-                  pcre2_match_context_copy(static_cast<pcre2_match_context*>(context_)),
-                  pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr)};
-  if (!scratch.data || !scratch.context || !scratch.stack) fail("[tokenizer] out of memory for the regex matcher");
-  pcre2_jit_stack_assign(scratch.context, nullptr, scratch.stack);
+  auto* data = static_cast<pcre2_match_data*>(scratch.data_);
+  auto* context = static_cast<pcre2_match_context*>(scratch.context_);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + begin);
   const size_t length = end - begin;
   size_t gap = 0, from = 0;
   while (from < length) {
-    const int rc = pcre2_match(code, subject, length, from, 0, scratch.data, scratch.context);
+    const int rc = pcre2_match(code, subject, length, from, 0, data, context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       PCRE2_UCHAR buffer[256];
@@ -216,7 +223,7 @@ void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<s
       fail("[tokenizer] pre-tokenizer regex failed at byte " + std::to_string(begin + from) + ": " +
            reinterpret_cast<const char*>(buffer));
     }
-    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(scratch.data);
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t s = ovector[0], t = ovector[1];
     if (t <= s || s < from || t > length) {
       // An empty match (possible with a tokenizer.json's own regex) cuts nothing: look further.
@@ -240,25 +247,53 @@ struct Merge {
 
 class Bpe final : public Tokenizer::Impl {
  public:
-  explicit Bpe(BpeSpec spec) : origin_(spec.origin), ignoreMerges_(spec.ignoreMerges), addPrefixSpace_(spec.addPrefixSpace), unk_(spec.unk) {
+  explicit Bpe(BpeSpec spec)
+      : origin_(spec.origin),
+        byteLevel_(spec.byteLevel),
+        ignoreMerges_(spec.ignoreMerges),
+        addPrefixSpace_(spec.addPrefixSpace),
+        byteFallback_(spec.byteFallback),
+        fuseUnk_(spec.fuseUnk),
+        prependAlways_(spec.prependAlways),
+        splitOnSpace_(spec.splitOnSpace),
+        prepend_(spec.prepend),
+        space_(spec.space),
+        unk_(spec.unk) {
     texts = std::move(spec.texts);
     bos = spec.bos;
     eos = spec.eos;
+    control_ = std::move(spec.control);
+    control_.resize(texts.size(), false);
     bytes_.resize(texts.size());
     ids.reserve(texts.size());
+    fallbackIds_.fill(-1);
     for (size_t id = 0; id < texts.size(); ++id) {
       const std::string& text = texts[id];
       if (text.empty()) continue;
       auto [it, inserted] = ids.emplace(text, static_cast<int32_t>(id));
       if (!inserted) fail("[tokenizer] " + origin_ + ": token \"" + text + "\" has two ids, " + std::to_string(it->second) + " and " + std::to_string(id));
-      // Tokens spelled outside the byte map (added tokens) stand for their UTF-8 bytes, as in HF's ByteLevel decoder.
-      if (!charsToBytes(text, bytes_[id])) bytes_[id] = text;
+      if (byteLevel_) {
+        // Tokens spelled outside the byte map (added tokens) stand for their UTF-8 bytes, as in HF's ByteLevel decoder.
+        if (!charsToBytes(text, bytes_[id])) bytes_[id] = text;
+        continue;
+      }
+      // SentencePiece-style: <0xNN> byte tokens (byte_fallback), the space marker back to spaces.
+      const int byte = byteFallback_ ? byteOfPiece(text) : -1;
+      if (byte >= 0) {
+        fallbackIds_[byte] = static_cast<int32_t>(id);
+        bytes_[id] = std::string(1, static_cast<char>(byte));
+      } else {
+        bytes_[id] = space_.empty() ? text : replaceAll(text, space_, " ");
+      }
     }
     if (unk_ >= static_cast<int32_t>(texts.size())) fail("[tokenizer] " + origin_ + ": unknown token id " + std::to_string(unk_) + " out of range");
-    const auto& chars = byteToChar();
-    for (int b = 0; b < 256; ++b) {
-      auto it = ids.find(chars[b]);
-      byteIds_[b] = it == ids.end() ? -1 : it->second;
+    byteIds_.fill(-1);
+    if (byteLevel_) {
+      const auto& chars = byteToChar();
+      for (int b = 0; b < 256; ++b) {
+        auto it = ids.find(chars[b]);
+        byteIds_[b] = it == ids.end() ? -1 : it->second;
+      }
     }
     merges_.reserve(spec.merges.size());
     std::string joined;
@@ -272,30 +307,67 @@ class Bpe final : public Tokenizer::Impl {
         return it->second;
       };
       const int32_t left = lookup(a), right = lookup(b), merged = lookup(joined);
-      // The first (lowest) rank of a pair wins, as when HF builds its merge map.
-      merges_.emplace(key(left, right), Merge{static_cast<int32_t>(rank), merged});
+      // A pair listed twice keeps its last rank, as HF's merge map (and GPT-2's bpe_ranks dict) do.
+      merges_.insert_or_assign(key(left, right), Merge{static_cast<int32_t>(rank), merged});
     }
     for (const std::string& pattern : spec.patterns) regexes_.push_back(std::make_unique<Regex>(pattern, origin_));
+    // Without a pre-tokenizer the whole text is one word. When no token holds the space marker
+    // after another character ("x▁"), no merge can cross the start of a "▁word": such words
+    // encode independently (same ids, and repeated words once).
+    if (!byteLevel_ && !space_.empty() && !splitOnSpace_ && regexes_.empty()) {
+      wordsSplit_ = true;
+      for (const std::string& text : texts)
+        for (size_t at = text.find(space_, 1); at != std::string::npos && wordsSplit_; at = text.find(space_, at + 1))
+          if (at < space_.size() || text.compare(at - space_.size(), space_.size(), space_) != 0) wordsSplit_ = false;
+    }
   }
 
-  std::string kind() const override { return "bpe"; }
+  std::string kind() const override { return byteLevel_ ? "bpe" : "bpe-sp"; }
 
   std::string tokenBytes(int32_t id) const override {
     checkId(id);
-    return bytes_[id];
+    return control_[id] ? std::string() : bytes_[id];
+  }
+
+  std::string decode(std::span<const int32_t> ids) const override {
+    std::string out = Impl::decode(ids);
+    // The prefix space added to the text is not part of it (HF's Strip decoder of Llama 2).
+    if (!byteLevel_ && !prepend_.empty() && !out.empty() && out[0] == ' ') out.erase(0, 1);
+    return out;
   }
 
   std::vector<int32_t> encode(std::string_view input) const override {
-    std::string prefixed;
+    std::string normalized;
     if (addPrefixSpace_ && !input.empty() && input[0] != ' ') {
-      prefixed = " " + std::string(input);
-      input = prefixed;
+      normalized = " " + std::string(input);
+      input = normalized;
     }
-    std::vector<std::pair<size_t, size_t>> pieces{{0, input.size()}}, next;
-    if (input.empty()) pieces.clear();
+    if (!byteLevel_ && !input.empty() && (!space_.empty() || !prepend_.empty())) {
+      // HF's Prepend + Replace normalizers, or the Metaspace pre-tokenizer (which prepends only
+      // when the text does not already start with the marker).
+      std::string text = space_.empty() ? std::string(input) : replaceAll(input, " ", space_);
+      if (!prepend_.empty() && (prependAlways_ || !std::string_view(text).starts_with(prepend_))) text = prepend_ + text;
+      normalized = std::move(text);
+      input = normalized;
+    }
+    std::vector<std::pair<size_t, size_t>> pieces, next;
+    if (!input.empty()) pieces.emplace_back(0, input.size());
+    if ((splitOnSpace_ || wordsSplit_) && !space_.empty() && !input.empty()) {
+      // Metaspace's split: a word starts at each marker; wordsSplit_: at each marker after another character.
+      pieces.clear();
+      size_t begin = 0;
+      const size_t m = space_.size();
+      for (size_t at = input.find(space_, 1); at != std::string_view::npos; at = input.find(space_, at + 1)) {
+        if (!splitOnSpace_ && at >= m && input.substr(at - m, m) == space_) continue;
+        pieces.emplace_back(begin, at);
+        begin = at;
+      }
+      if (begin < input.size()) pieces.emplace_back(begin, input.size());
+    }
     for (const auto& regex : regexes_) {
       next.clear();
-      for (auto [b, e] : pieces) regex->split(input, b, e, next);
+      Regex::Scratch scratch(*regex);
+      for (auto [b, e] : pieces) regex->split(input, b, e, next, scratch);
       pieces.swap(next);
     }
     std::vector<int32_t> out;
@@ -320,25 +392,93 @@ class Bpe final : public Tokenizer::Impl {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   }
 
+  static std::string replaceAll(std::string_view text, std::string_view from, std::string_view to) {
+    std::string out;
+    for (size_t i = 0; i < text.size();) {
+      if (text.substr(i, from.size()) == from) {
+        out += to;
+        i += from.size();
+      } else {
+        out += text[i++];
+      }
+    }
+    return out;
+  }
+
+  // "<0x41>" -> 0x41; -1 for other spellings.
+  static int byteOfPiece(std::string_view piece) {
+    if (piece.size() != 6 || !piece.starts_with("<0x") || piece[5] != '>') return -1;
+    int value = 0;
+    for (char c : piece.substr(3, 2)) {
+      value <<= 4;
+      if (c >= '0' && c <= '9') value |= c - '0';
+      else if (c >= 'A' && c <= 'F') value |= c - 'A' + 10;
+      else return -1;
+    }
+    return value;
+  }
+
   void encodeWord(std::string_view word, std::vector<int32_t>& out) const {
-    const auto& chars = byteToChar();
     if (ignoreMerges_) {
       std::string spelled;
-      for (char c : word) spelled += chars[static_cast<uint8_t>(c)];
+      if (byteLevel_) {
+        for (char c : word) spelled += byteToChar()[static_cast<uint8_t>(c)];
+      } else {
+        spelled = word;
+      }
       if (auto it = ids.find(spelled); it != ids.end()) {
         out.push_back(it->second);
         return;
       }
     }
-    const size_t n = word.size();
-    if (n == 1) {
-      out.push_back(byteId(word[0]));
+    std::vector<int32_t> id;
+    id.reserve(word.size());
+    if (byteLevel_) {
+      for (char c : word) id.push_back(byteId(c));
+    } else {
+      charSymbols(word, id);
+    }
+    mergeSymbols(id, out);
+  }
+
+  // SentencePiece-style BPE: one symbol per character (an invalid byte is a character), else its
+  // <0xNN> tokens (byte_fallback), else the unknown token (a run fused into one with fuse_unk).
+  void charSymbols(std::string_view word, std::vector<int32_t>& id) const {
+    bool previousUnknown = false;
+    std::string ch;
+    for (size_t i = 0; i < word.size();) {
+      const size_t n = std::max<size_t>(utf8Length(word, i), 1);
+      ch.assign(word.substr(i, n));
+      i += n;
+      if (auto it = ids.find(ch); it != ids.end()) {
+        id.push_back(it->second);
+        previousUnknown = false;
+        continue;
+      }
+      bool bytes = byteFallback_;
+      for (char c : ch) bytes = bytes && fallbackIds_[static_cast<uint8_t>(c)] >= 0;
+      if (bytes) {
+        for (char c : ch) id.push_back(fallbackIds_[static_cast<uint8_t>(c)]);
+        previousUnknown = false;
+        continue;
+      }
+      if (unk_ < 0)
+        fail("[tokenizer] " + origin_ + ": \"" + ch + "\" has no token" + (byteFallback_ ? ", no byte tokens" : "") +
+             " and there is no unknown token");
+      if (!(fuseUnk_ && previousUnknown)) id.push_back(unk_);
+      previousUnknown = true;
+    }
+  }
+
+  // Merges by rank: symbols in a linked list, candidate merges in a min-heap by (rank, position).
+  void mergeSymbols(std::vector<int32_t>& id, std::vector<int32_t>& out) const {
+    const size_t n = id.size();
+    if (n <= 1) {
+      out.insert(out.end(), id.begin(), id.end());
       return;
     }
-    // Symbols in a linked list; candidate merges in a min-heap by (rank, position).
-    std::vector<int32_t> id(n), prev(n), next(n);
+    std::vector<int32_t> prev(n), next(n);
     for (size_t i = 0; i < n; ++i) {
-      id[i] = byteId(word[i]);
       prev[i] = static_cast<int32_t>(i) - 1;
       next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
     }
@@ -380,10 +520,14 @@ class Bpe final : public Tokenizer::Impl {
   }
 
   std::string origin_;
-  bool ignoreMerges_, addPrefixSpace_;
+  bool byteLevel_, ignoreMerges_, addPrefixSpace_, byteFallback_, fuseUnk_, prependAlways_, splitOnSpace_;
+  bool wordsSplit_ = false;
+  std::string prepend_, space_;
   int32_t unk_;
   std::vector<std::string> bytes_;  // id -> raw bytes
-  std::array<int32_t, 256> byteIds_{};
+  std::vector<bool> control_;       // id -> decodes to nothing (special added tokens, GGUF control)
+  std::array<int32_t, 256> byteIds_{};      // byte-level: byte -> its token
+  std::array<int32_t, 256> fallbackIds_{};  // SentencePiece-style: byte -> <0xNN>
   std::unordered_map<uint64_t, Merge> merges_;
   std::vector<std::unique_ptr<Regex>> regexes_;
 };

@@ -58,18 +58,41 @@ class Regex {
   ~Regex();
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
+  /// Per-thread match state (match data, JIT stack): one per encode() call, reused across pieces.
+  class Scratch {
+   public:
+    explicit Scratch(const Regex& regex);
+    ~Scratch();
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+   private:
+    friend class Regex;
+    void* data_ = nullptr;     // pcre2_match_data_8*
+    void* context_ = nullptr;  // pcre2_match_context_8*
+    void* stack_ = nullptr;    // pcre2_jit_stack_8*
+  };
   /// Appends to `pieces` the [begin, end) ranges of text[begin, end) cut as HF's Split with
   /// behavior Isolated: every match, and every gap between matches, is a piece.
-  void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const;
+  void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces,
+             Scratch& scratch) const;
+  /// The same with a scratch of its own.
+  void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const {
+    Scratch scratch(*this);
+    split(text, begin, end, pieces, scratch);
+  }
 
  private:
   void* code_ = nullptr;     // pcre2_code_8*
   void* context_ = nullptr;  // pcre2_match_context_8*
 };
 
-/// Byte-level BPE (GPT-2, Llama 3): model data as tokenizer.json / GGUF describe it.
+/// BPE by merge ranks, as tokenizer.json / GGUF describe it: byte-level (GPT-2, Llama 3), or
+/// SentencePiece-style over characters with <0xNN> byte fallback (HF's Llama 2 tokenizer.json).
 struct BpeSpec {
-  std::vector<std::string> texts;            // id -> byte-level spelling ("" for holes)
+  bool byteLevel = true;
+  std::vector<std::string> texts;            // id -> spelling ("" for holes)
+  std::vector<bool> control;                 // id -> decodes to nothing (may be shorter than texts)
   std::vector<std::pair<std::string, std::string>> merges;  // by rank
   std::vector<std::string> patterns;         // Split regexes applied in sequence
   bool ignoreMerges = false;                 // a whole word found in the vocabulary is one token
@@ -77,6 +100,13 @@ struct BpeSpec {
   int32_t unk = -1;
   int32_t bos = -1, eos = -1;
   std::string origin;                        // names the source in errors
+  // SentencePiece-style (byteLevel false).
+  bool byteFallback = false;                 // characters without a token -> <0xNN> tokens
+  bool fuseUnk = false;                      // a run of unknown characters -> one unknown token
+  std::string space;                         // replaces ' ' ("▁"); decode maps it back
+  std::string prepend;                       // put before the text ("▁"); decode drops one leading space
+  bool prependAlways = true;                 // false: only when the text does not start with it (Metaspace)
+  bool splitOnSpace = false;                 // Metaspace split: a word starts at each `space`
 };
 std::shared_ptr<Tokenizer::Impl> makeBpe(BpeSpec spec);
 

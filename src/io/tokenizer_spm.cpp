@@ -3,7 +3,9 @@
 // score, leftmost first), and through libsentencepiece for tokenizer.model files.
 #include <sentencepiece_processor.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <queue>
 
 #include "io/tokenizer_internal.h"
@@ -46,6 +48,9 @@ class Spm final : public Tokenizer::Impl {
     const size_t n = spec.tokens.size();
     texts = spec.tokens;
     scores_ = spec.scores.empty() ? std::vector<float>(n, 0.0f) : spec.scores;
+    // A NaN would break the merge queue's ordering: treat it as the lowest score.
+    for (float& score : scores_)
+      if (std::isnan(score)) score = -std::numeric_limits<float>::infinity();
     types_ = spec.types.empty() ? std::vector<int32_t>(n, kNormal) : spec.types;
     byteIds_.fill(-1);
     for (size_t id = 0; id < n; ++id) {

@@ -1,13 +1,50 @@
 // Contractions: dotGeneral and dot as one linalg.generic with f32 accumulation for small floats.
+// After bufferization, src/compiler/kernels/lower.cpp replaces the float ones with calls into
+// the GEMM/GEMV kernels (docs/compiler-notes.md, "Fast CPU: contractions").
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "ops/common.h"
 
 namespace radix {
 
 using namespace ops;
+
+namespace {
+
+// linalg-fuse-elementwise-ops would pull an operand's producer into the contraction's body
+// (a slice's tensor.extract, a softmax's division, a layer norm's scale): the body is then no
+// longer acc + a * b, the kernel rewrite does not apply, and the producer is recomputed for
+// every output column. Such operands are materialized first (bufferization.alloc_tensor with a
+// copy, which fusion does not look through). Widening converts, transposes and broadcasts of arguments, of
+// calls' results and of other contractions still fuse: the kernels read them in place (narrow
+// types, strides).
+mlir::Value materializedOperand(TraceContext& c, mlir::Location loc, mlir::Value v) {
+  mlir::Value root = v;
+  while (mlir::Operation* def = root.getDefiningOp()) {
+    if (auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(def)) {
+      root = ext.getIn();
+    } else if (auto t = mlir::dyn_cast<mlir::linalg::TransposeOp>(def)) {
+      root = t.getInput();
+    } else if (auto bc = mlir::dyn_cast<mlir::linalg::BroadcastOp>(def)) {
+      root = bc.getInput();
+    } else {
+      break;
+    }
+  }
+  mlir::Operation* def = root.getDefiningOp();
+  bool fusable = def && !mlir::isa<mlir::func::CallOp>(def);
+  if (auto linalgOp = mlir::dyn_cast_or_null<mlir::linalg::LinalgOp>(def))
+    fusable = linalgOp.getNumReductionLoops() == 0;
+  auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+  if (!fusable || type.getNumElements() == 0) return v;
+  return mlir::bufferization::AllocTensorOp::create(c.builder(), loc, type, mlir::ValueRange{}, v).getResult();
+}
+
+}  // namespace
 
 Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contracting,
                           const std::vector<AxisPair>& batching, Loc l) const {
@@ -81,9 +118,14 @@ Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contra
   mlir::Value init = filled(c, loc, out.withDtype(acc), 0);
   const bool isF = isFloat(acc);
   mlir::Type accType = c.elementType(acc);
+  mlir::Value lhsValue = c.value(*this, op), rhsValue = c.value(rhs, op);
+  if (acc == DType::f32) {  // the kernels' dtypes (f32, f16, bf16)
+    lhsValue = materializedOperand(c, loc, lhsValue);
+    rhsValue = materializedOperand(c, loc, rhsValue);
+  }
   auto generic = mlir::linalg::GenericOp::create(
       c.builder(), loc, mlir::TypeRange{init.getType()},
-      mlir::ValueRange{c.value(*this, op), c.value(rhs, op)}, mlir::ValueRange{init},
+      mlir::ValueRange{lhsValue, rhsValue}, mlir::ValueRange{init},
       llvm::ArrayRef<mlir::AffineMap>{mapFor(roleA, slotA), mapFor(roleB, slotB), outMap}, iterators,
       [&](mlir::OpBuilder& bb, mlir::Location ll, mlir::ValueRange args) {
         mlir::Value x = args[0], y = args[1];

@@ -311,7 +311,7 @@ Tensor Tensor::expm1(Loc l) const {
   return renamingErrors("expm1", [&] {
     return inF32(*this, [&](const Tensor& x) {
       Tensor u = x.exp(l), um1 = u.subConstant(1, l);
-      Tensor r = um1.mul(x, l).div(u.log(l), l);
+      Tensor r = um1.mul(x.div(u.log(l), l), l);  // x / log(u) ~ 1: no overflow near x = 88
       r = u.eq(1.0, l).select(x, r, l);
       r = um1.eq(-1.0, l).select(scalar(-1, x.dtype(), l), r, l);
       return u.isFinite(l).select(r, u, l);
@@ -325,7 +325,7 @@ Tensor Tensor::log1p(Loc l) const {
   return renamingErrors("log1p", [&] {
     return inF32(*this, [&](const Tensor& x) {
       Tensor u = x.addConstant(1, l), lu = u.log(l);
-      Tensor r = lu.mul(x, l).div(u.subConstant(1, l), l);
+      Tensor r = lu.mul(x.div(u.subConstant(1, l), l), l);  // x / (u - 1) ~ 1: no overflow for large x
       r = u.eq(1.0, l).select(x, r, l);
       return u.isFinite(l).logicalAnd(u.gt(0.0, l), l).select(r, lu, l);
     }, l);

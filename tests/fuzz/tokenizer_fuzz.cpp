@@ -2,6 +2,8 @@
 // "\n--text--\n", then text. The JSON is parsed (a radix::Error is fine, nothing else is); the
 // text is encoded and decoded by it, and by a fixed byte-level BPE and a fixed native SentencePiece
 // vocabulary. Byte-level BPE must give the text back byte for byte.
+// A first part starting "#vocab\n" is a GGUF-like vocabulary instead: one token per line, then a
+// line "#merges" and "a b" merge lines; it is loaded as model "gpt2" and as model "llama".
 #include <radix/error.h>
 #include <radix/tokenizer.h>
 
@@ -84,6 +86,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t cut = input.find(kSeparator);
   const std::string_view json = input.substr(0, cut);
   const std::string_view text = cut == std::string_view::npos ? std::string_view() : input.substr(cut + kSeparator.size());
+  if (json.starts_with("#vocab\n")) {
+    radix::VocabSpec spec;
+    bool merges = false;
+    for (size_t begin = 7; begin < json.size();) {
+      size_t end = json.find('\n', begin);
+      if (end == std::string_view::npos) end = json.size();
+      const std::string line(json.substr(begin, end - begin));
+      begin = end + 1;
+      if (line == "#merges") merges = true;
+      else if (merges) spec.merges.push_back(line);
+      else spec.tokens.push_back(line), spec.scores.push_back(-static_cast<float>(line.size() % 5)),
+           spec.types.push_back(line.size() == 6 && line.starts_with("<0x") ? 6 : 1);
+    }
+    spec.unk = spec.tokens.empty() ? -1 : 0;
+    for (const char* model : {"gpt2", "llama"}) {
+      spec.model = model;
+      try {
+        roundTrip(radix::Tokenizer::fromVocab(spec), text, false);
+      } catch (const radix::Error&) {
+      }
+    }
+    return 0;
+  }
   try {
     const radix::Tokenizer tok = radix::Tokenizer::fromJson(json, "fuzz.json");
     // Exact only when every byte has a token (else encode throws or uses the unknown token).

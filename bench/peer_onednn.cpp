@@ -1,0 +1,156 @@
+// radix-bench-cpu's oneDNN peer (a child process; see bench_worker.h): dnnl_sgemm for f32 GEMM
+// and GEMV, the matmul primitive for bf16 (bf16 in and out, f32 accumulation), and the softmax
+// and eltwise (tanh, gelu_tanh) primitives. Plain row-major layouts, as Radix gets them.
+// oneDNN runs on libgomp, which reads OMP_NUM_THREADS when it loads: the driver sets it.
+#include <dlfcn.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <functional>
+
+#include "bench_worker.h"
+
+namespace {
+
+using bench::Figure;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+class OneDnn : public bench::Backend {
+ public:
+  std::string info() override {
+    const dnnl_version_t* v = dnnl_version();
+    // libgomp is loaded by libdnnl; ask it how many threads a parallel region gets.
+    auto maxThreads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "oneDNN %d.%d.%d cpu_runtime=%s omp_get_max_threads=%d", v->major, v->minor,
+                  v->patch, v->cpu_runtime == DNNL_RUNTIME_OMP ? "omp" : "other", maxThreads ? maxThreads() : -1);
+    return buf;
+  }
+
+  std::string setup(const Figure& f) override {
+    run_ = nullptr;
+    copies_.clear();
+    weiBf16_.clear();
+    outF32_.clear();
+    outBf16_.clear();
+    bf16Out_ = false;
+    const auto& d = f.dims;
+    if (f.kind == "gemm" && f.dtype == "f32") {
+      const int64_t m = d[0], n = d[1], k = d[2];
+      a_ = bench::benchValues(m * k, bench::kSeedA);
+      copies_.assign(bench::weightCopies(f), bench::benchValues(k * n, bench::kSeedB));
+      outF32_.assign(m * n, 0.0f);
+      run_ = [=, this] {
+        const float* b = next(copies_).data();
+        check(dnnl_sgemm('N', 'N', m, n, k, 1.0f, a_.data(), k, b, n, 0.0f, outF32_.data(), n));
+      };
+      return "";
+    }
+    if (f.kind == "gemv" && f.dtype == "f32") {  // y[1,N] = x[1,K] W[N,K]^T
+      const int64_t n = d[0], k = d[1];
+      copies_.assign(bench::weightCopies(f), bench::benchValues(n * k, bench::kSeedW));
+      b_ = bench::benchValues(k, bench::kSeedX);
+      outF32_.assign(n, 0.0f);
+      run_ = [=, this] {
+        const float* w = next(copies_).data();
+        check(dnnl_sgemm('N', 'T', 1, n, k, 1.0f, b_.data(), k, w, k, 0.0f, outF32_.data(), n));
+      };
+      return "";
+    }
+    if ((f.kind == "gemm" || f.kind == "gemv") && f.dtype == "bf16") {
+      const bool gemv = f.kind == "gemv";
+      const int64_t m = gemv ? 1 : d[0], n = gemv ? d[0] : d[1], k = gemv ? d[1] : d[2];
+      // gemv: src = x [1,K], weights = W^T, i.e. W [N,K] row-major seen as {K,N} with tag ba.
+      dnnl::memory::desc src({m, k}, dt::bf16, tag::ab), wei({k, n}, dt::bf16, gemv ? tag::ba : tag::ab),
+          dst({m, n}, dt::bf16, tag::ab);
+      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), engine_);
+      srcBf16_ = toBf16(bench::benchValues(m * k, gemv ? bench::kSeedX : bench::kSeedA));
+      weiBf16_.assign(bench::weightCopies(f), toBf16(bench::benchValues(k * n, gemv ? bench::kSeedW : bench::kSeedB)));
+      outBf16_.assign(m * n, 0);
+      bf16Out_ = true;
+      auto prim = std::make_shared<dnnl::matmul>(pd);
+      auto srcMem = std::make_shared<dnnl::memory>(src, engine_, srcBf16_.data());
+      auto dstMem = std::make_shared<dnnl::memory>(dst, engine_, outBf16_.data());
+      auto weiMems = std::make_shared<std::vector<dnnl::memory>>();
+      for (auto& w : weiBf16_) weiMems->emplace_back(wei, engine_, w.data());
+      run_ = [=, this] {
+        prim->execute(stream_, {{DNNL_ARG_SRC, *srcMem}, {DNNL_ARG_WEIGHTS, next(*weiMems)}, {DNNL_ARG_DST, *dstMem}});
+        stream_.wait();
+      };
+      return "";
+    }
+    if (f.dtype != "f32") return "no " + f.dtype + " " + f.kind + " here";
+    if (f.kind == "softmax" || f.kind == "tanh" || f.kind == "gelu") {
+      const bool softmax = f.kind == "softmax";
+      const dnnl::memory::dims dims = softmax ? dnnl::memory::dims{d[0], d[1]} : dnnl::memory::dims{d[0]};
+      dnnl::memory::desc md(dims, dt::f32, softmax ? tag::ab : tag::a);
+      const uint32_t seed = softmax ? bench::kSeedSoftmax : f.kind == "tanh" ? bench::kSeedTanh : bench::kSeedGelu;
+      a_ = bench::benchValues(f.elements(), seed, bench::kActivationScale);
+      outF32_.assign(f.elements(), 0.0f);
+      std::shared_ptr<dnnl::primitive> prim;
+      if (softmax) {
+        prim = std::make_shared<dnnl::softmax_forward>(dnnl::softmax_forward::primitive_desc(
+            dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, 1), engine_));
+      } else {
+        const auto alg = f.kind == "tanh" ? dnnl::algorithm::eltwise_tanh : dnnl::algorithm::eltwise_gelu_tanh;
+        prim = std::make_shared<dnnl::eltwise_forward>(dnnl::eltwise_forward::primitive_desc(
+            dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, md, 0.0f, 0.0f), engine_));
+      }
+      auto src = std::make_shared<dnnl::memory>(md, engine_, a_.data());
+      auto dst = std::make_shared<dnnl::memory>(md, engine_, outF32_.data());
+      run_ = [=, this] {
+        prim->execute(stream_, {{DNNL_ARG_SRC, *src}, {DNNL_ARG_DST, *dst}});
+        stream_.wait();
+      };
+      return "";
+    }
+    return "no " + f.kind + " in oneDNN 2.6";
+  }
+
+  void run() override { run_(); }
+
+  std::vector<float> output() override {
+    if (!bf16Out_) return outF32_;
+    std::vector<float> out(outBf16_.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = bench::fromBf16(outBf16_[i]);
+    return out;
+  }
+
+ private:
+  template <class T>
+  T& next(std::vector<T>& copies) {
+    return copies[call_++ % copies.size()];
+  }
+  static void check(dnnl_status_t s) {
+    if (s != dnnl_success) throw std::runtime_error("dnnl_sgemm failed with status " + std::to_string(s));
+  }
+  static std::vector<uint16_t> toBf16(const std::vector<float>& v) {
+    std::vector<uint16_t> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) out[i] = bench::toBf16(v[i]);
+    return out;
+  }
+
+  dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream_{engine_};
+  std::function<void()> run_;
+  std::vector<float> a_, b_, outF32_;
+  std::vector<uint16_t> srcBf16_, outBf16_;
+  std::vector<std::vector<uint16_t>> weiBf16_;
+  std::vector<std::vector<float>> copies_;  // of the weight, cycled through (bench::weightCopies)
+  size_t call_ = 0;
+  bool bf16Out_ = false;
+};
+
+}  // namespace
+
+int main() {
+  try {
+    OneDnn backend;
+    return bench::serve(backend);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "radix-bench-peer-onednn: %s\n", e.what());
+    return 1;
+  }
+}

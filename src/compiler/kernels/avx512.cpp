@@ -1,0 +1,149 @@
+// AVX-512 (f, bw, vl, dq) kernels: 8x32 f32 FMA tiles; with avx512bf16, vdpbf16ps on bf16 pairs.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "compiler/kernels/kernels.h"
+
+// Everything declared from here on is compiled for this ISA: only this file's own code (in an
+// anonymous namespace, plus the run function), never a library template another TU could share.
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c,avx2"))), \
+                             apply_to = function)
+
+#include "compiler/kernels/impl.h"
+
+namespace {
+
+struct V512 {
+  using R = __m512;
+  static constexpr int W = 16;
+  static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1); }
+  static R zero() { return _mm512_setzero_ps(); }
+  static R load(const float* p) { return _mm512_loadu_ps(p); }
+  static R loadN(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
+  static void storeN(float* p, R v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static R set1(float x) { return _mm512_set1_ps(x); }
+  static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  static R add(R a, R b) { return _mm512_add_ps(a, b); }
+  static float sum(R v) { return _mm512_reduce_add_ps(v); }
+  static R widenBf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  static R loadBf16(const uint16_t* p) { return widenBf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static R loadBf16N(const uint16_t* p, int n) { return widenBf16(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static R loadF16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static R loadF16N(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p)); }
+};
+
+// In-register 16x16 transpose: r[i] holds row i; afterwards r[c] holds column c.
+inline void transpose16(__m512 (&r)[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
+  auto ps = [](__m512d x) { return _mm512_castpd_ps(x); };
+  for (int i = 0; i < 4; ++i) {  // r[4i+e]: lane L holds rows 4i..4i+3 of column 4L+e
+    r[4 * i] = ps(_mm512_unpacklo_pd(pd(t[4 * i]), pd(t[4 * i + 2])));
+    r[4 * i + 1] = ps(_mm512_unpackhi_pd(pd(t[4 * i]), pd(t[4 * i + 2])));
+    r[4 * i + 2] = ps(_mm512_unpacklo_pd(pd(t[4 * i + 1]), pd(t[4 * i + 3])));
+    r[4 * i + 3] = ps(_mm512_unpackhi_pd(pd(t[4 * i + 1]), pd(t[4 * i + 3])));
+  }
+  __m512 out[16];
+  for (int e = 0; e < 4; ++e) {
+    const __m512 lo01 = _mm512_shuffle_f32x4(r[e], r[4 + e], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 hi01 = _mm512_shuffle_f32x4(r[e], r[4 + e], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 lo23 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 hi23 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], _MM_SHUFFLE(3, 2, 3, 2));
+    out[e] = _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(2, 0, 2, 0));
+    out[4 + e] = _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(3, 1, 3, 1));
+    out[8 + e] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(2, 0, 2, 0));
+    out[12 + e] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  for (int i = 0; i < 16; ++i) r[i] = out[i];
+}
+
+struct CfgF32 {
+  using V = V512;
+  using PackT = float;
+  static constexpr int MR = 8, NV = 2, NR = NV * V::W, kPair = 1;
+  // KC = 512 measured a little ahead of 256 and 384 at 1024^3 and 2048^3.
+  static constexpr int64_t MC = 192, KC = 512, NC = 4096;
+  // A panel of B whose k is contiguous (B = W^T, W [N,K]): 32 rows of W at `src` (row stride
+  // ld), 16 k at a time through in-register transposes. Returns the k it packed.
+  template <Elem E>
+  static int64_t packBTransposed(const void* src, int64_t ld, float* dst, int64_t kc) {
+    int64_t kb = 0;
+    for (; kb + 16 <= kc; kb += 16)
+      for (int h = 0; h < 2; ++h) {
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i) r[i] = loadE<V, E>(offsetPtr(src, E, (h * 16 + i) * ld + kb));
+        transpose16(r);
+        for (int c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (kb + c) * NR + h * 16, r[c]);
+      }
+    return kb;
+  }
+  static void micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t scm, int64_t scn, int mr, int nr) {
+    microF32<V, MR, NV>(kc, ap, bp, c, scm, scn, mr, nr);
+  }
+};
+
+// bf16 x bf16 -> f32 with vdpbf16ps: A pairs broadcast as one 32-bit lane, B in VNNI panels
+// [k/2][32 columns][2].
+struct CfgBf16 {
+  using V = V512;
+  using PackT = uint16_t;
+  static constexpr int MR = 8, NV = 2, NR = NV * V::W, kPair = 2;
+  static constexpr int64_t MC = 192, KC = 512, NC = 4096;
+  // d[2j] = r0[j], d[2j+1] = r1[j] (0 without r1) for j < n, zero up to NR.
+  static void interleave(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
+    if (n == NR && r1) {
+      const __m512i a = _mm512_loadu_si512(r0), b = _mm512_loadu_si512(r1);
+      const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+      _mm512_storeu_si512(d, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi));
+      _mm512_storeu_si512(d + 32, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi));
+      return;
+    }
+    for (int j = 0; j < NR; ++j) {
+      d[2 * j] = j < n ? r0[j] : uint16_t(0);
+      d[2 * j + 1] = j < n && r1 ? r1[j] : uint16_t(0);
+    }
+  }
+  static void micro(int64_t steps, const uint16_t* __restrict ap, const uint16_t* __restrict bp, float* c,
+                    int64_t scm, int64_t scn, int mr, int nr) {
+    __m512 acc[MR][NV];
+    for (int i = 0; i < MR; ++i)
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < steps; ++s) {
+      __m512bh b[NV];
+      for (int v = 0; v < NV; ++v) b[v] = (__m512bh)_mm512_loadu_si512(bp + v * 32);
+      for (int i = 0; i < MR; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, ap + 2 * i, 4);
+        const __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
+        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
+      }
+      ap += 2 * MR;
+      bp += 2 * NR;
+    }
+    storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
+  }
+};
+
+}  // namespace
+
+namespace radix::kernels {
+Path runAvx512(const Problem& p, int threads, bool bf16) {
+  if (bf16 && p.aType == Elem::bf16 && p.bType == Elem::bf16 && p.m != 1 && p.n != 1) {
+    gemmTyped<CfgBf16, Elem::bf16, Elem::bf16>(p, threads);
+    return Path::gemm;
+  }
+  return runWith<V512, CfgF32>(p, threads);
+}
+}  // namespace radix::kernels
+
+#pragma clang attribute pop

@@ -1,0 +1,77 @@
+// radix_kernel_contract: the one symbol compiled code calls for a contraction. It lowers the
+// requested ISA to what this CPU runs, picks the thread count and counts the call.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "compiler/kernels/kernels.h"
+
+namespace radix::kernels {
+
+namespace {
+std::atomic<uint64_t> counters[kPathCount][kIsaCount];
+}
+
+Isa hostIsa() {
+  static const Isa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+      return __builtin_cpu_supports("avx512bf16") ? Isa::avx512bf16 : Isa::avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+      return Isa::avx2;
+    return Isa::x86_64;
+  }();
+  return isa;
+}
+
+const char* isaName(Isa isa) {
+  switch (isa) {
+    case Isa::x86_64: return "x86-64";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+    case Isa::avx512bf16: return "avx512bf16";
+  }
+  return "?";
+}
+
+uint64_t callCount(Path path, Isa isa) {
+  return counters[static_cast<int>(path)][static_cast<int>(isa)].load(std::memory_order_relaxed);
+}
+
+}  // namespace radix::kernels
+
+using namespace radix::kernels;
+
+extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64_t bOffset, int64_t cBase,
+                                      int64_t cOffset, int64_t types, int64_t batch, int64_t m, int64_t n, int64_t k,
+                                      int64_t sab, int64_t sam, int64_t sak, int64_t sbb, int64_t sbk, int64_t sbn,
+                                      int64_t scb, int64_t scm, int64_t scn, int64_t threads, int64_t isa) {
+  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return;
+  Problem p;
+  p.aType = static_cast<Elem>(types & 0xff);
+  p.bType = static_cast<Elem>((types >> 8) & 0xff);
+  const auto bytes = [](Elem e) { return e == Elem::f32 ? 4 : 2; };
+  p.a = reinterpret_cast<const char*>(aBase) + aOffset * bytes(p.aType);
+  p.b = reinterpret_cast<const char*>(bBase) + bOffset * bytes(p.bType);
+  p.c = reinterpret_cast<float*>(cBase) + cOffset;
+  p.batch = batch, p.m = m, p.n = n, p.k = k;
+  p.sab = sab, p.sam = sam, p.sak = sak, p.sbb = sbb, p.sbk = sbk, p.sbn = sbn, p.scb = scb, p.scm = scm, p.scn = scn;
+  // A cached object may ask for more than this CPU has: run the best it has.
+  const Isa run = static_cast<Isa>(std::min<int64_t>(isa, static_cast<int64_t>(hostIsa())));
+  int t = threads > 0 ? static_cast<int>(threads) : omp_get_max_threads();
+  // Never nest inside a parallel region; small problems are not worth a fork-join.
+  const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
+                       static_cast<double>(k);
+  if (omp_in_parallel() || flops < 1e6) t = 1;
+  t = std::max(t, 1);
+  Path path;
+  switch (run) {
+    case Isa::avx512bf16: path = runAvx512(p, t, true); break;
+    case Isa::avx512: path = runAvx512(p, t, false); break;
+    case Isa::avx2: path = runAvx2(p, t); break;
+    default: path = runX86_64(p, t); break;
+  }
+  counters[static_cast<int>(path)][static_cast<int>(run)].fetch_add(1, std::memory_order_relaxed);
+}

@@ -1,0 +1,517 @@
+#pragma once
+// The ISA-independent half of the kernels: BLIS-style GEMM driver (packing, cache blocks,
+// threads) and the GEMV kernels, written against a small vector type V that each ISA's TU
+// (x86_64.cpp, avx2.cpp, avx512.cpp) defines before including this header. Everything here
+// lives in that TU's anonymous namespace, so no code compiled for one ISA leaks into another.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "compiler/kernels/kernels.h"
+
+namespace {
+
+using radix::kernels::Elem;
+using radix::kernels::Path;
+using radix::kernels::Problem;
+
+inline float bf16ToF32(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline float f16ToF32(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  uint32_t u;
+  if (exp == 0) {
+    const float f = static_cast<float>(man) * 5.9604644775390625e-8f;  // 2^-24: zero or subnormal
+    std::memcpy(&u, &f, 4);
+    u |= sign;
+  } else if (exp == 31) {
+    u = sign | 0x7f800000u | (man << 13);
+  } else {
+    u = sign | ((exp + 112) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+template <Elem E>
+inline float loadScalar(const void* base, int64_t i) {
+  if constexpr (E == Elem::f32) return static_cast<const float*>(base)[i];
+  if constexpr (E == Elem::bf16) return bf16ToF32(static_cast<const uint16_t*>(base)[i]);
+  if constexpr (E == Elem::f16) return f16ToF32(static_cast<const uint16_t*>(base)[i]);
+  return 0;
+}
+
+inline size_t elemSize(Elem e) { return e == Elem::f32 ? 4 : 2; }
+
+// A vector of V::W f32 lanes loaded from an element type.
+template <class V, Elem E>
+inline typename V::R loadE(const void* p) {
+  if constexpr (E == Elem::f32) return V::load(static_cast<const float*>(p));
+  if constexpr (E == Elem::bf16) return V::loadBf16(static_cast<const uint16_t*>(p));
+  if constexpr (E == Elem::f16) return V::loadF16(static_cast<const uint16_t*>(p));
+}
+template <class V, Elem E>
+inline typename V::R loadEN(const void* p, int n) {
+  if constexpr (E == Elem::f32) return V::loadN(static_cast<const float*>(p), n);
+  if constexpr (E == Elem::bf16) return V::loadBf16N(static_cast<const uint16_t*>(p), n);
+  if constexpr (E == Elem::f16) return V::loadF16N(static_cast<const uint16_t*>(p), n);
+}
+
+// Thread-local, 64-byte aligned scratch that only grows.
+struct Scratch {
+  void* data = nullptr;
+  size_t size = 0;
+  ~Scratch() { std::free(data); }
+  void* get(size_t bytes) {
+    if (bytes > size) {
+      std::free(data);
+      size = (bytes + 4095) & ~size_t(4095);
+      data = std::aligned_alloc(64, size);
+    }
+    return data;
+  }
+};
+
+inline const void* offsetPtr(const void* base, Elem e, int64_t elements) {
+  return static_cast<const char*>(base) + elements * static_cast<int64_t>(elemSize(e));
+}
+
+// ---- GEMM ----
+
+// Cfg: using V; using PackT (float, or uint16_t bf16 pairs with kPair = 2); MR, NR; MC, KC, NC;
+// static void micro(int64_t steps, const PackT* ap, const PackT* bp, float* c, int64_t scm,
+// int64_t scn, int mr, int nr): C[mr x nr] += Ap * Bp over `steps` k steps (pairs).
+
+// Stores an MR x NV vector tile into C (+=), clipped to mr x nr.
+template <class V, int MR, int NV>
+inline void storeTile(typename V::R (&acc)[MR][NV], float* c, int64_t scm, int64_t scn, int mr, int nr) {
+  constexpr int NR = NV * V::W;
+  if (scn == 1) {
+    if (mr == MR && nr == NR) {
+      for (int i = 0; i < MR; ++i)
+        for (int v = 0; v < NV; ++v) {
+          float* p = c + i * scm + v * V::W;
+          V::store(p, V::add(V::load(p), acc[i][v]));
+        }
+      return;
+    }
+    for (int i = 0; i < mr; ++i)
+      for (int v = 0; v < NV; ++v) {
+        const int n = nr - v * V::W;
+        if (n <= 0) break;
+        float* p = c + i * scm + v * V::W;
+        if (n >= V::W)
+          V::store(p, V::add(V::load(p), acc[i][v]));
+        else
+          V::storeN(p, V::add(V::loadN(p, n), acc[i][v]), n);
+      }
+    return;
+  }
+  alignas(64) float tmp[MR * NR];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) V::store(tmp + i * NR + v * V::W, acc[i][v]);
+  for (int i = 0; i < mr; ++i)
+    for (int j = 0; j < nr; ++j) c[i * scm + j * scn] += tmp[i * NR + j];
+}
+
+// The f32 outer-product micro-kernel: MR rows x NV vectors.
+template <class V, int MR, int NV>
+inline void microF32(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t scm,
+                     int64_t scn, int mr, int nr) {
+  typename V::R acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+  for (int64_t k = 0; k < kc; ++k) {
+    typename V::R b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = V::load(bp + v * V::W);
+    for (int i = 0; i < MR; ++i) {
+      const typename V::R a = V::set1(ap[i]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(a, b[v], acc[i][v]);
+    }
+    ap += MR;
+    bp += NV * V::W;
+  }
+  storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
+}
+
+// Packs rows [i0, i0+mc) x k [k0, k0+kc) of A into MR-row panels: panel p holds kcp x MR (x kPair).
+template <class Cfg, Elem E>
+void packA(const void* a, int64_t sam, int64_t sak, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+           typename Cfg::PackT* __restrict dst) {
+  constexpr int MR = Cfg::MR, P = Cfg::kPair;
+  const int64_t kcp = (kc + P - 1) / P * P;
+  for (int64_t ip = 0; ip < mc; ip += MR, dst += kcp * MR) {
+    const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+    if constexpr (P == 1) {
+      if (sak == 1) {
+        for (int r = 0; r < mr; ++r) {
+          const int64_t row = (i0 + ip + r) * sam + k0;
+          for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = loadScalar<E>(a, row + k);
+        }
+      } else {
+        for (int64_t k = 0; k < kc; ++k)
+          for (int r = 0; r < mr; ++r) dst[k * MR + r] = loadScalar<E>(a, (i0 + ip + r) * sam + (k0 + k) * sak);
+      }
+      for (int r = mr; r < MR; ++r)
+        for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = 0;
+    } else {  // bf16 pairs: dst[(k/2)][r][k%2]
+      const uint16_t* src = static_cast<const uint16_t*>(a);
+      for (int r = 0; r < MR; ++r)
+        for (int64_t k = 0; k < kcp; ++k)
+          dst[(k / 2) * MR * 2 + r * 2 + (k & 1)] =
+              (r < mr && k < kc) ? src[(i0 + ip + r) * sam + (k0 + k) * sak] : uint16_t(0);
+    }
+  }
+}
+
+// Packs k [k0, k0+kc) x columns [j0, j0+nc) of B into NR-column panels.
+template <class Cfg, Elem E>
+void packB(const void* b, int64_t sbk, int64_t sbn, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+           typename Cfg::PackT* __restrict dst) {
+  constexpr int NR = Cfg::NR, P = Cfg::kPair;
+  const int64_t kcp = (kc + P - 1) / P * P;
+  for (int64_t jp = 0; jp < nc; jp += NR, dst += kcp * NR) {
+    const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jp));
+    if constexpr (P == 1) {
+      if (sbn == 1 && jp == 0) {
+        // Row by row across all panels: B is read along its rows.
+        for (int64_t k = 0; k < kc; ++k) {
+          const int64_t row = (k0 + k) * sbk + j0;
+          for (int64_t q = 0; q < nc; q += NR) {
+            float* d = dst + q * kcp + k * NR;
+            const int n = static_cast<int>(std::min<int64_t>(NR, nc - q));
+            if (n == NR) {
+              for (int j = 0; j < NR; ++j) d[j] = loadScalar<E>(b, row + q + j);
+            } else {
+              for (int j = 0; j < n; ++j) d[j] = loadScalar<E>(b, row + q + j);
+              for (int j = n; j < NR; ++j) d[j] = 0;
+            }
+          }
+        }
+        return;
+      }
+      if (sbn == 1) {
+        for (int64_t k = 0; k < kc; ++k) {
+          const int64_t row = (k0 + k) * sbk + j0 + jp;
+          float* d = dst + k * NR;
+          if (nr == NR) {
+            for (int j = 0; j < NR; ++j) d[j] = loadScalar<E>(b, row + j);
+          } else {
+            for (int j = 0; j < nr; ++j) d[j] = loadScalar<E>(b, row + j);
+            for (int j = nr; j < NR; ++j) d[j] = 0;
+          }
+        }
+      } else {
+        // Blocks of 16 k: each column's read is one cache line, the writes stay in a 2 KB tile.
+        int64_t kDone = 0;
+        if constexpr (requires(const void* s, float* d) { Cfg::template packBTransposed<E>(s, int64_t(0), d, int64_t(0)); }) {
+          if (sbk == 1 && nr == NR)
+            kDone = Cfg::template packBTransposed<E>(offsetPtr(b, E, (j0 + jp) * sbn + k0), sbn, dst, kc);
+        }
+        for (int64_t kb = kDone; kb < kc; kb += 16) {
+          const int64_t kn = std::min<int64_t>(16, kc - kb);
+          for (int j = 0; j < nr; ++j) {
+            const int64_t col = (j0 + jp + j) * sbn + (k0 + kb) * sbk;
+            for (int64_t k = 0; k < kn; ++k) dst[(kb + k) * NR + j] = loadScalar<E>(b, col + k * sbk);
+          }
+        }
+        for (int j = nr; j < NR; ++j)
+          for (int64_t k = 0; k < kc; ++k) dst[k * NR + j] = 0;
+      }
+    } else {
+      const uint16_t* src = static_cast<const uint16_t*>(b);
+      if (sbn == 1 && jp == 0) {
+        // Pairs of rows across all panels: B is read along its rows.
+        for (int64_t k = 0; k < kcp; k += 2) {
+          const uint16_t* r0 = src + (k0 + k) * sbk + j0;
+          const uint16_t* r1 = k + 1 < kc ? r0 + sbk : nullptr;
+          for (int64_t q = 0; q < nc; q += NR)
+            Cfg::interleave(r0 + q, r1 ? r1 + q : nullptr, dst + q * kcp + k * NR,
+                            static_cast<int>(std::min<int64_t>(NR, nc - q)));
+        }
+        return;
+      }
+      if (sbn == 1) {
+        for (int64_t k = 0; k < kcp; ++k) {
+          uint16_t* d = dst + (k / 2) * NR * 2 + (k & 1);
+          if (k < kc) {
+            const uint16_t* s = src + (k0 + k) * sbk + j0 + jp;
+            for (int j = 0; j < nr; ++j) d[j * 2] = s[j];
+            for (int j = nr; j < NR; ++j) d[j * 2] = 0;
+          } else {
+            for (int j = 0; j < NR; ++j) d[j * 2] = 0;
+          }
+        }
+      } else if (sbk == 1) {
+        // A pair of k is 4 contiguous bytes of a column: copy them whole, 16 pairs at a time.
+        const int64_t pairs = kc / 2;
+        for (int64_t kb = 0; kb < pairs; kb += 16) {
+          const int64_t kn = std::min<int64_t>(16, pairs - kb);
+          for (int j = 0; j < nr; ++j) {
+            const uint16_t* col = src + (j0 + jp + j) * sbn + k0 + 2 * kb;
+            for (int64_t q = 0; q < kn; ++q) std::memcpy(dst + (kb + q) * NR * 2 + j * 2, col + 2 * q, 4);
+          }
+        }
+        for (int j = 0; j < NR; ++j) {
+          if (kc & 1) {
+            dst[pairs * NR * 2 + j * 2] = j < nr ? src[(j0 + jp + j) * sbn + k0 + kc - 1] : uint16_t(0);
+            dst[pairs * NR * 2 + j * 2 + 1] = 0;
+          }
+          if (j >= nr)
+            for (int64_t q = 0; q < pairs; ++q) dst[q * NR * 2 + j * 2] = dst[q * NR * 2 + j * 2 + 1] = 0;
+        }
+      } else {
+        for (int j = 0; j < NR; ++j)
+          for (int64_t k = 0; k < kcp; ++k)
+            dst[(k / 2) * NR * 2 + j * 2 + (k & 1)] =
+                (j < nr && k < kc) ? src[(j0 + jp + j) * sbn + (k0 + k) * sbk] : uint16_t(0);
+      }
+    }
+  }
+}
+
+template <class Cfg>
+struct GemmScratch {
+  Scratch a, b;
+};
+
+template <class Cfg, Elem EA, Elem EB>
+void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  using PackT = typename Cfg::PackT;
+  constexpr int MR = Cfg::MR, NR = Cfg::NR, P = Cfg::kPair;
+  static thread_local GemmScratch<Cfg> scratch;
+  const void* a = offsetPtr(p.a, p.aType, bi * p.sab);
+  const void* b = offsetPtr(p.b, p.bType, bi * p.sbb);
+  float* c = p.c + bi * p.scb;
+  const int64_t kcMax = std::min<int64_t>(Cfg::KC, (p.k + P - 1) / P * P);
+  const int64_t mcMax = std::min<int64_t>(Cfg::MC, (i1 - i0 + MR - 1) / MR * MR);
+  const int64_t ncMax = std::min<int64_t>(Cfg::NC, (j1 - j0 + NR - 1) / NR * NR);
+  PackT* ap = static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
+  PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncMax * kcMax));
+  // B is packed row by row across whole KC x NC blocks: reading B along long runs of its rows
+  // (16 KB for f32) is what keeps small-M products (few tiles per B element) near peak.
+  const int64_t ncBlock = Cfg::NC;
+  for (int64_t jc = j0; jc < j1; jc += ncBlock) {
+    const int64_t nc = std::min<int64_t>(ncBlock, j1 - jc);
+    for (int64_t pc = 0; pc < p.k; pc += Cfg::KC) {
+      const int64_t kc = std::min<int64_t>(Cfg::KC, p.k - pc);
+      const int64_t kcp = (kc + P - 1) / P * P;
+      packB<Cfg, EB>(b, p.sbk, p.sbn, pc, kc, jc, nc, bp);
+      for (int64_t ic = i0; ic < i1; ic += Cfg::MC) {
+        const int64_t mc = std::min<int64_t>(Cfg::MC, i1 - ic);
+        packA<Cfg, EA>(a, p.sam, p.sak, ic, mc, pc, kc, ap);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+            Cfg::micro(kcp / P, ap + ir * kcp, bp + jr * kcp, c + (ic + ir) * p.scm + (jc + jr) * p.scn, p.scm,
+                       p.scn, mr, nr);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Splits the work of `p` over `threads` threads: batches when there are enough, else the
+// dimension (M or N) with more register tiles. No thread waits on another.
+template <class Body>
+void splitWork(const Problem& p, int threads, int64_t mUnit, int64_t nUnit, Body&& body) {
+  if (threads <= 1) {
+    for (int64_t bi = 0; bi < p.batch; ++bi) body(bi, 0, p.m, 0, p.n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t mTiles = (p.m + mUnit - 1) / mUnit, nTiles = (p.n + nUnit - 1) / nUnit;
+    if (p.batch >= 2 * nt || (p.batch >= nt && p.batch % nt == 0)) {
+      for (int64_t bi = t; bi < p.batch; bi += nt) body(bi, 0, p.m, 0, p.n);
+    } else if (nTiles >= mTiles) {
+      const int64_t lo = std::min(p.n, nTiles * t / nt * nUnit), hi = std::min(p.n, nTiles * (t + 1) / nt * nUnit);
+      if (lo < hi)
+        for (int64_t bi = 0; bi < p.batch; ++bi) body(bi, 0, p.m, lo, hi);
+    } else {
+      const int64_t lo = std::min(p.m, mTiles * t / nt * mUnit), hi = std::min(p.m, mTiles * (t + 1) / nt * mUnit);
+      if (lo < hi)
+        for (int64_t bi = 0; bi < p.batch; ++bi) body(bi, lo, hi, 0, p.n);
+    }
+  }
+}
+
+template <class Cfg, Elem EA, Elem EB>
+void gemmTyped(const Problem& p, int threads) {
+  splitWork(p, threads, Cfg::MR, Cfg::NR, [&](int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    gemmBlock<Cfg, EA, EB>(p, bi, i0, i1, j0, j1);
+  });
+}
+
+template <class Cfg>
+void gemm(const Problem& p, int threads) {
+  auto withB = [&]<Elem EA>() {
+    switch (p.bType) {
+      case Elem::f32: return gemmTyped<Cfg, EA, Elem::f32>(p, threads);
+      case Elem::f16: return gemmTyped<Cfg, EA, Elem::f16>(p, threads);
+      case Elem::bf16: return gemmTyped<Cfg, EA, Elem::bf16>(p, threads);
+    }
+  };
+  switch (p.aType) {
+    case Elem::f32: return withB.template operator()<Elem::f32>();
+    case Elem::f16: return withB.template operator()<Elem::f16>();
+    case Elem::bf16: return withB.template operator()<Elem::bf16>();
+  }
+}
+
+// ---- GEMV ----
+
+// y[r] += sum_k W[r][k] x[k] for R rows at once (k contiguous), 2 vector accumulators a row.
+template <class V, Elem E, int R>
+inline void gemvRowsBlock(const void* w, int64_t ldw, int64_t K, const float* __restrict x, float* y, int64_t sy) {
+  typename V::R acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = V::zero();
+  const void* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = offsetPtr(w, E, r * ldw);
+  int64_t k = 0;
+  for (; k + 2 * V::W <= K; k += 2 * V::W) {
+    const typename V::R x0 = V::load(x + k), x1 = V::load(x + k + V::W);
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = V::fma(loadE<V, E>(offsetPtr(rows[r], E, k)), x0, acc[r][0]);
+      acc[r][1] = V::fma(loadE<V, E>(offsetPtr(rows[r], E, k + V::W)), x1, acc[r][1]);
+    }
+  }
+  for (; k < K; k += V::W) {
+    const int n = static_cast<int>(std::min<int64_t>(V::W, K - k));
+    const typename V::R x0 = V::loadN(x + k, n);
+    for (int r = 0; r < R; ++r) acc[r][0] = V::fma(loadEN<V, E>(offsetPtr(rows[r], E, k), n), x0, acc[r][0]);
+  }
+  for (int r = 0; r < R; ++r) y[r * sy] += V::sum(V::add(acc[r][0], acc[r][1]));
+}
+
+template <class V, Elem E>
+void gemvRows(const void* w, int64_t ldw, int64_t r0, int64_t r1, int64_t K, const float* x, float* y, int64_t sy) {
+  int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) gemvRowsBlock<V, E, 8>(offsetPtr(w, E, r * ldw), ldw, K, x, y + r * sy, sy);
+  for (; r < r1; ++r) gemvRowsBlock<V, E, 1>(offsetPtr(w, E, r * ldw), ldw, K, x, y + r * sy, sy);
+}
+
+// y[c] += sum_k W[k][c] x[k] (c contiguous): W streams by rows, 8 rows at a time, into an
+// L1-resident chunk of y; each W byte is read once.
+template <class V, Elem E>
+void gemvCols(const void* w, int64_t ldw, int64_t c0, int64_t c1, int64_t K, const float* x, float* y, int64_t sy) {
+  constexpr int64_t CW = 4096;  // 16 KB of y: whole rows of W stream through the prefetchers
+  static thread_local float buffer[CW + 1024 + 16];
+  // acc sits 2 KB away from W modulo 4 KB: its stores must not 4K-alias the loads of W's rows.
+  const uintptr_t wAddr = reinterpret_cast<uintptr_t>(offsetPtr(w, E, c0));
+  const uintptr_t bAddr = (reinterpret_cast<uintptr_t>(buffer) + 63) & ~uintptr_t(63);
+  float* acc = reinterpret_cast<float*>(bAddr + ((wAddr + 2048 - bAddr) & 4095 & ~uintptr_t(63)));
+  for (int64_t cc = c0; cc < c1; cc += CW) {
+    const int64_t n = std::min<int64_t>(CW, c1 - cc), full = n / V::W * V::W;
+    const int tail = static_cast<int>(n - full);
+    for (int64_t j = 0; j < n; ++j) acc[j] = 0;
+    const void* base = offsetPtr(w, E, cc);
+    // 8 rows of W per pass over y: one load and one store of y per 8 FMAs.
+    constexpr int U = 8;
+    int64_t k = 0;
+    for (; k + U <= K; k += U) {
+      typename V::R xs[U];
+      const void* rows[U];
+      for (int u = 0; u < U; ++u) {
+        xs[u] = V::set1(x[k + u]);
+        rows[u] = offsetPtr(base, E, (k + u) * ldw);
+      }
+      for (int64_t j = 0; j < full; j += V::W) {
+        typename V::R a = V::load(acc + j);
+        for (int u = 0; u < U; ++u) a = V::fma(loadE<V, E>(offsetPtr(rows[u], E, j)), xs[u], a);
+        V::store(acc + j, a);
+      }
+      if (tail) {
+        typename V::R a = V::load(acc + full);
+        for (int u = 0; u < U; ++u) a = V::fma(loadEN<V, E>(offsetPtr(rows[u], E, full), tail), xs[u], a);
+        V::store(acc + full, a);
+      }
+    }
+    for (; k < K; ++k) {
+      const typename V::R x0 = V::set1(x[k]);
+      const void* r0 = offsetPtr(base, E, k * ldw);
+      for (int64_t j = 0; j < full; j += V::W) V::store(acc + j, V::fma(loadE<V, E>(offsetPtr(r0, E, j)), x0, V::load(acc + j)));
+      if (tail) V::store(acc + full, V::fma(loadEN<V, E>(offsetPtr(r0, E, full), tail), x0, V::load(acc + full)));
+    }
+    for (int64_t j = 0; j < n; ++j) y[(cc + j) * sy] += acc[j];
+  }
+}
+
+// One of M and N is 1: W is the other operand, read once. Returns false when neither of W's
+// strides is 1 (the GEMM path packs it).
+template <class V>
+bool gemv(const Problem& p, int threads) {
+  const bool byRows = p.n == 1;  // W = A (rows m, k), x = B column; else W = B (rows n), x = A row
+  const int64_t rows = byRows ? p.m : p.n;
+  const int64_t sRow = byRows ? p.sam : p.sbn, sK = byRows ? p.sak : p.sbk, sWb = byRows ? p.sab : p.sbb;
+  const int64_t sX = byRows ? p.sbk : p.sak, sXb = byRows ? p.sbb : p.sab;
+  const int64_t sY = byRows ? p.scm : p.scn;
+  const Elem wType = byRows ? p.aType : p.bType, xType = byRows ? p.bType : p.aType;
+  const void* wBase = byRows ? p.a : p.b;
+  const void* xBase = byRows ? p.b : p.a;
+  const bool contiguousK = sK == 1;
+  if (!contiguousK && !(sRow == 1)) return false;
+  const int64_t K = p.k;
+  // Threads split the rows (or columns) of W, in whole blocks.
+  const int64_t unit = contiguousK ? 8 : 4 * V::W;
+  const int64_t units = (rows + unit - 1) / unit;
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, units)));
+  auto run = [&](int t, int ntt) {
+    static thread_local Scratch xs;
+    float* x = static_cast<float*>(xs.get(sizeof(float) * static_cast<size_t>(std::max<int64_t>(K, 1))));
+    const int64_t lo = std::min(rows, units * t / ntt * unit), hi = std::min(rows, units * (t + 1) / ntt * unit);
+    if (lo >= hi) return;
+    for (int64_t bi = 0; bi < p.batch; ++bi) {
+      const void* xb = offsetPtr(xBase, xType, bi * sXb);
+      for (int64_t k = 0; k < K; ++k) {
+        switch (xType) {
+          case Elem::f32: x[k] = loadScalar<Elem::f32>(xb, k * sX); break;
+          case Elem::f16: x[k] = loadScalar<Elem::f16>(xb, k * sX); break;
+          case Elem::bf16: x[k] = loadScalar<Elem::bf16>(xb, k * sX); break;
+        }
+      }
+      const void* w = offsetPtr(wBase, wType, bi * sWb);
+      float* y = p.c + bi * p.scb;
+      auto go = [&]<Elem E>() {
+        if (contiguousK)
+          gemvRows<V, E>(w, sRow, lo, hi, K, x, y, sY);
+        else
+          gemvCols<V, E>(w, sK, lo, hi, K, x, y, sY);
+      };
+      switch (wType) {
+        case Elem::f32: go.template operator()<Elem::f32>(); break;
+        case Elem::f16: go.template operator()<Elem::f16>(); break;
+        case Elem::bf16: go.template operator()<Elem::bf16>(); break;
+      }
+    }
+  };
+  if (nt <= 1) {
+    run(0, 1);
+  } else {
+#pragma omp parallel num_threads(nt)
+    run(omp_get_thread_num(), omp_get_num_threads());
+  }
+  return true;
+}
+
+// The common entry of every ISA: GEMV when one of M and N is 1, else the GEMM of Cfg.
+template <class V, class Cfg>
+Path runWith(const Problem& p, int threads) {
+  if ((p.m == 1 || p.n == 1) && gemv<V>(p, threads)) return Path::gemv;
+  gemm<Cfg>(p, threads);
+  return Path::gemm;
+}
+
+}  // namespace

@@ -1,0 +1,51 @@
+#pragma once
+// The contraction micro-kernel library (no MLIR): compiled code calls radix_kernel_contract,
+// which runs a packed, blocked GEMM or a bandwidth GEMV for the ISA chosen at compile time.
+#include <cstdint>
+
+namespace radix::kernels {
+
+/// Instruction sets, in increasing order; compiled code passes the one its target allows.
+enum class Isa : int32_t { x86_64 = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
+constexpr int kIsaCount = 4;
+/// Element types of the operands (C is always f32).
+enum class Elem : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
+/// The code path a call took.
+enum class Path : int32_t { gemm = 0, gemv = 1 };
+constexpr int kPathCount = 2;
+
+/// C[b][i][j] += sum_k A[b][i][k] * B[b][k][j]; strides in elements of each operand's type.
+struct Problem {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  float* c = nullptr;
+  Elem aType = Elem::f32, bType = Elem::f32;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  int64_t sab = 0, sam = 0, sak = 0;
+  int64_t sbb = 0, sbk = 0, sbn = 0;
+  int64_t scb = 0, scm = 0, scn = 0;
+};
+
+/// The best ISA this process's CPU runs.
+Isa hostIsa();
+/// "avx512bf16"
+const char* isaName(Isa isa);
+/// Calls that took `path` on `isa` since the process started (tests prove the fast path ran).
+uint64_t callCount(Path path, Isa isa);
+
+/// Per ISA (one TU each): runs `p` on `threads` threads (>= 1, not nested), returns the path.
+Path runX86_64(const Problem& p, int threads);
+Path runAvx2(const Problem& p, int threads);
+Path runAvx512(const Problem& p, int threads, bool bf16);
+
+}  // namespace radix::kernels
+
+extern "C" {
+/// The symbol compiled code calls. Pointers are passed as integers (base address + element
+/// offset); types are Elem values; isa an Isa value (lowered to what the CPU runs); threads 0
+/// means one per core.
+void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64_t bOffset, int64_t cBase,
+                           int64_t cOffset, int64_t types, int64_t batch, int64_t m, int64_t n, int64_t k,
+                           int64_t sab, int64_t sam, int64_t sak, int64_t sbb, int64_t sbk, int64_t sbn,
+                           int64_t scb, int64_t scm, int64_t scn, int64_t threads, int64_t isa);
+}

@@ -1,0 +1,254 @@
+// Recognises contractions after bufferization and replaces them with kernel calls. A
+// contraction is a linalg.generic whose body is acc + ext(a) * ext(b) over projected-permutation
+// maps (as dotGeneral emits it, with converts of its operands fused in); its loops are grouped
+// into (batch, M, N, K) by which operands they index, each group collapsed to one strided dim
+// where the strides allow it and looped around the call (scf.for) where they do not.
+#include "compiler/kernels/lower.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "compiler/kernels/kernels.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+
+namespace radix::kernels {
+
+namespace {
+
+constexpr const char* kKernelSymbol = "radix_kernel_contract";
+
+Isa isaOf(const KernelTarget& t) {
+  std::string error;
+  const llvm::Triple triple(t.triple);
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target || triple.getArch() != llvm::Triple::x86_64) return Isa::x86_64;
+  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, t.cpu, t.features));
+  if (!info) return Isa::x86_64;
+  if (info->checkFeatures("+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c"))
+    return info->checkFeatures("+avx512bf16") ? Isa::avx512bf16 : Isa::avx512;
+  if (info->checkFeatures("+avx2,+fma,+f16c")) return Isa::avx2;
+  return Isa::x86_64;
+}
+
+std::optional<Elem> elemOf(mlir::Type t) {
+  if (t.isF32()) return Elem::f32;
+  if (t.isF16()) return Elem::f16;
+  if (t.isBF16()) return Elem::bf16;
+  return std::nullopt;
+}
+
+// The block argument `v` is (maybe through one extf to f32).
+mlir::BlockArgument widened(mlir::Value v) {
+  if (auto ext = v.getDefiningOp<mlir::arith::ExtFOp>()) v = ext.getIn();
+  return mlir::dyn_cast<mlir::BlockArgument>(v);
+}
+
+// Body: yield(addf(acc, mulf(ext(a), ext(b)))) in any operand order.
+bool isMulAddBody(mlir::linalg::GenericOp op) {
+  mlir::Block& body = op.getRegion().front();
+  if (body.getOperations().size() > 6) return false;
+  auto yield = mlir::cast<mlir::linalg::YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1) return false;
+  auto add = yield.getOperand(0).getDefiningOp<mlir::arith::AddFOp>();
+  if (!add) return false;
+  mlir::Value acc = body.getArgument(2);
+  mlir::Value product = add.getLhs() == acc ? add.getRhs() : add.getRhs() == acc ? add.getLhs() : mlir::Value();
+  auto mul = product ? product.getDefiningOp<mlir::arith::MulFOp>() : nullptr;
+  if (!mul || !mul->hasOneUse()) return false;
+  mlir::BlockArgument x = widened(mul.getLhs()), y = widened(mul.getRhs());
+  if (!x || !y || x.getOwner() != &body || y.getOwner() != &body) return false;
+  if (!((x.getArgNumber() == 0 && y.getArgNumber() == 1) || (x.getArgNumber() == 1 && y.getArgNumber() == 0)))
+    return false;
+  // Nothing else in the body (each op counted: ext, ext, mul, add, yield).
+  for (mlir::Operation& o : body.without_terminator())
+    if (!mlir::isa<mlir::arith::ExtFOp, mlir::arith::MulFOp, mlir::arith::AddFOp>(o)) return false;
+  return true;
+}
+
+struct Dim {
+  int64_t size = 1;
+  int64_t s[3] = {0, 0, 0};  // strides in A, B, C
+};
+
+// Merges dims of one group into as few strided dims as their strides allow, largest first.
+std::vector<Dim> collapse(std::vector<Dim> dims, int key) {
+  std::sort(dims.begin(), dims.end(), [&](const Dim& a, const Dim& b) { return a.s[key] > b.s[key]; });
+  std::vector<Dim> out;
+  for (const Dim& d : dims) {
+    if (!out.empty()) {
+      Dim& o = out.back();
+      bool ok = true;
+      for (int x = 0; x < 3; ++x) ok = ok && o.s[x] == d.s[x] * d.size;
+      if (ok) {
+        o.size *= d.size;
+        for (int x = 0; x < 3; ++x) o.s[x] = d.s[x];
+        continue;
+      }
+    }
+    out.push_back(d);
+  }
+  std::sort(out.begin(), out.end(), [](const Dim& a, const Dim& b) { return a.size > b.size; });
+  return out;
+}
+
+struct Plan {
+  Elem aType, bType;
+  Dim batch, m, n, k;
+  std::vector<Dim> loops;  // looped around the call (their strides in A, B, C)
+};
+
+std::optional<Plan> planFor(mlir::linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) return std::nullopt;
+  if (!isMulAddBody(op)) return std::nullopt;
+  mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
+                             op.getDpsInitOperand(0)->get()};
+  mlir::MemRefType types[3];
+  std::vector<int64_t> strides[3];
+  for (int x = 0; x < 3; ++x) {
+    types[x] = mlir::dyn_cast<mlir::MemRefType>(operands[x].getType());
+    if (!types[x] || !types[x].hasStaticShape()) return std::nullopt;
+    llvm::SmallVector<int64_t> st;
+    int64_t offset;
+    if (mlir::failed(types[x].getStridesAndOffset(st, offset))) return std::nullopt;
+    for (int64_t s : st)
+      if (mlir::ShapedType::isDynamic(s)) return std::nullopt;
+    strides[x].assign(st.begin(), st.end());
+  }
+  if (!types[2].getElementType().isF32()) return std::nullopt;
+  // Operand element types: as stored (the body widens them with extf) or f32.
+  mlir::Block& body = op.getRegion().front();
+  std::optional<Elem> ea = elemOf(types[0].getElementType()), eb = elemOf(types[1].getElementType());
+  if (!ea || !eb) return std::nullopt;
+  for (int x = 0; x < 2; ++x) {
+    mlir::Type stored = types[x].getElementType();
+    for (mlir::Operation* user : body.getArgument(x).getUsers())
+      if (!mlir::isa<mlir::arith::ExtFOp>(user) && !stored.isF32()) return std::nullopt;
+  }
+  const auto maps = op.getIndexingMapsArray();
+  const auto ranges = op.getStaticLoopRanges();
+  const auto iterators = op.getIteratorTypesArray();
+  std::vector<Dim> loops(ranges.size());
+  for (size_t d = 0; d < ranges.size(); ++d) {
+    if (mlir::ShapedType::isDynamic(ranges[d]) || ranges[d] <= 0) return std::nullopt;
+    loops[d].size = ranges[d];
+  }
+  for (int x = 0; x < 3; ++x) {
+    if (!maps[x].isProjectedPermutation()) return std::nullopt;
+    for (unsigned r = 0; r < maps[x].getNumResults(); ++r)
+      loops[maps[x].getDimPosition(r)].s[x] = strides[x][r];
+  }
+  std::vector<Dim> groups[4];  // batch, m, n, k
+  for (size_t d = 0; d < loops.size(); ++d) {
+    const Dim& l = loops[d];
+    if (l.size == 1) continue;
+    if (iterators[d] == mlir::utils::IteratorType::reduction) {
+      if (l.s[2] != 0) return std::nullopt;
+      groups[3].push_back(l);
+    } else if (l.s[2] == 0) {
+      return std::nullopt;  // a parallel loop the result does not index
+    } else if (l.s[0] != 0 && l.s[1] == 0) {
+      groups[1].push_back(l);
+    } else if (l.s[0] == 0 && l.s[1] != 0) {
+      groups[2].push_back(l);
+    } else {
+      groups[0].push_back(l);
+    }
+  }
+  Plan plan{*ea, *eb, {}, {}, {}, {}, {}};
+  Dim* slots[4] = {&plan.batch, &plan.m, &plan.n, &plan.k};
+  const int keys[4] = {2, 2, 2, 0};
+  for (int g = 0; g < 4; ++g) {
+    std::vector<Dim> merged = collapse(groups[g], keys[g]);
+    if (merged.empty()) continue;
+    *slots[g] = merged.front();
+    plan.loops.insert(plan.loops.end(), merged.begin() + 1, merged.end());
+  }
+  return plan;
+}
+
+mlir::func::FuncOp kernelDecl(mlir::ModuleOp module) {
+  if (auto f = module.lookupSymbol<mlir::func::FuncOp>(kKernelSymbol)) return f;
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  std::vector<mlir::Type> args(22, b.getI64Type());
+  auto f = mlir::func::FuncOp::create(b, module.getLoc(), kKernelSymbol, b.getFunctionType(args, {}));
+  f.setPrivate();
+  return f;
+}
+
+void emitCall(mlir::linalg::GenericOp op, const Plan& plan, mlir::func::FuncOp decl, Isa isa, int threads) {
+  mlir::OpBuilder b(op);
+  const mlir::Location loc = op.getLoc();
+  auto i64 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64).getResult(); };
+  auto toI64 = [&](mlir::Value index) {
+    return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
+  };
+  mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
+                             op.getDpsInitOperand(0)->get()};
+  mlir::Value base[3], offset[3];
+  for (int x = 0; x < 3; ++x) {
+    auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, operands[x]);
+    base[x] = toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operands[x]).getResult());
+    offset[x] = toI64(meta.getOffset());
+  }
+  // Dims the strides cannot merge: loops around the call, moving the three offsets.
+  for (const Dim& l : plan.loops) {
+    auto zero = mlir::arith::ConstantIndexOp::create(b, loc, 0);
+    auto upper = mlir::arith::ConstantIndexOp::create(b, loc, l.size);
+    auto one = mlir::arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = mlir::scf::ForOp::create(b, loc, zero, upper, one);
+    b.setInsertionPointToStart(loop.getBody());
+    mlir::Value iv = toI64(loop.getInductionVar());
+    for (int x = 0; x < 3; ++x)
+      if (l.s[x] != 0) offset[x] = mlir::arith::AddIOp::create(b, loc, offset[x], mlir::arith::MulIOp::create(b, loc, iv, i64(l.s[x])));
+  }
+  const int64_t types = static_cast<int64_t>(plan.aType) | (static_cast<int64_t>(plan.bType) << 8);
+  std::vector<mlir::Value> args = {base[0],
+                                   offset[0],
+                                   base[1],
+                                   offset[1],
+                                   base[2],
+                                   offset[2],
+                                   i64(types),
+                                   i64(plan.batch.size),
+                                   i64(plan.m.size),
+                                   i64(plan.n.size),
+                                   i64(plan.k.size),
+                                   i64(plan.batch.s[0]),
+                                   i64(plan.m.s[0]),
+                                   i64(plan.k.s[0]),
+                                   i64(plan.batch.s[1]),
+                                   i64(plan.k.s[1]),
+                                   i64(plan.n.s[1]),
+                                   i64(plan.batch.s[2]),
+                                   i64(plan.m.s[2]),
+                                   i64(plan.n.s[2]),
+                                   i64(threads),
+                                   i64(static_cast<int64_t>(isa))};
+  mlir::func::CallOp::create(b, loc, decl, args);
+  op.erase();
+}
+
+}  // namespace
+
+int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target) {
+  std::vector<std::pair<mlir::linalg::GenericOp, Plan>> found;
+  module.walk([&](mlir::linalg::GenericOp op) {
+    if (auto plan = planFor(op)) found.emplace_back(op, *plan);
+  });
+  if (found.empty()) return 0;
+  const Isa isa = isaOf(target);
+  mlir::func::FuncOp decl = kernelDecl(module);
+  for (auto& [op, plan] : found) emitCall(op, plan, decl, isa, target.threads);
+  return static_cast<int>(found.size());
+}
+
+}  // namespace radix::kernels

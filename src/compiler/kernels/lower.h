@@ -1,0 +1,22 @@
+#pragma once
+// After bufferization: linalg contractions -> calls into the kernel library (kernels.h).
+#include <string>
+
+namespace mlir {
+class ModuleOp;
+}
+
+namespace radix::kernels {
+
+/// The compile target, as the compiler resolved it (host or CompileOptions override).
+struct KernelTarget {
+  std::string triple, cpu, features;
+  int threads = 0;  // CompileOptions::threads
+};
+
+/// Replaces each linalg.generic that computes C += A * B (f32 accumulator; f32, f16 or bf16
+/// operands, each maybe widened by arith.extf in the body) with a call to
+/// radix_kernel_contract for the target's ISA. Returns how many were replaced.
+int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target);
+
+}  // namespace radix::kernels

@@ -1,0 +1,194 @@
+// Fused row ops and elementwise chains of the fast CPU path (src/compiler/fast_ewise.cpp: rows
+// tiled with their producers fused, vector row reductions, polynomial math) against naive double
+// references: softmax, logSoftmax, LayerNorm, RMSNorm, row sum and max, tanh(x*y+z) and GELU, on
+// odd shapes (rows of 1 element, 7, 17, 129, rank 3), f32 and bf16, 1 and 2 threads, and the
+// host, x86-64-v3 and x86-64 targets. One compile per configuration computes every op.
+#include <gtest/gtest.h>
+#include <radix/nn.h>
+#include <radix/radix.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using radix::DType;
+using radix::Shape;
+using radix::Tensor;
+using Vals = std::vector<double>;
+
+/// The ops under test, on x {.., d} with weight/bias {d} and y, z shaped like x.
+std::vector<Tensor> allOps(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& y, const Tensor& z) {
+  return {x.softmax("d"),
+          x.logSoftmax("d"),
+          radix::nn::LayerNorm{w, b, 1e-5}.forward(x),
+          radix::nn::RMSNorm{w, 1e-6}.forward(x),
+          x.sum("d"),
+          x.max("d"),
+          x.mul(y).add(z).tanh(),
+          x.gelu(),
+          x.geluErf()};
+}
+const char* const kOpNames[] = {"softmax", "logSoftmax", "layerNorm", "rmsNorm", "sum", "max", "tanh(xy+z)", "gelu", "geluErf"};
+
+/// Naive references, row by row (rows of the last axis), in double.
+std::vector<Vals> references(const Vals& x, const Vals& w, const Vals& b, const Vals& y, const Vals& z, int64_t rows, int64_t d) {
+  std::vector<Vals> out(9);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = x.data() + r * d;
+    double m = -INFINITY, s = 0, sum = 0, sq = 0;
+    for (int64_t i = 0; i < d; ++i) m = std::max(m, row[i]), sum += row[i], sq += row[i] * row[i];
+    for (int64_t i = 0; i < d; ++i) s += std::exp(row[i] - m);
+    const double mean = sum / d;
+    double var = 0;
+    for (int64_t i = 0; i < d; ++i) var += (row[i] - mean) * (row[i] - mean);
+    var /= d;
+    for (int64_t i = 0; i < d; ++i) {
+      out[0].push_back(std::exp(row[i] - m) / s);
+      out[1].push_back(row[i] - m - std::log(s));
+      out[2].push_back((row[i] - mean) / std::sqrt(var + 1e-5) * w[i] + b[i]);
+      out[3].push_back(row[i] / std::sqrt(sq / d + 1e-6) * w[i]);
+    }
+    out[4].push_back(sum);
+    out[5].push_back(m);
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    out[6].push_back(std::tanh(x[i] * y[i] + z[i]));
+    const double v = x[i];
+    out[7].push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+    out[8].push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+  }
+  return out;
+}
+
+struct Target {
+  const char* name;
+  const char* cpu;
+};
+const Target kTargets[] = {{"host", ""}, {"x86_64_v3", "x86-64-v3"}, {"x86_64", "x86-64"}};
+const std::vector<std::vector<int64_t>> kShapes = {{7, 1}, {1, 7}, {17, 129}, {129, 17}, {3, 5, 33}, {2, 1000}};
+
+using Param = std::tuple<int, bool, int, int>;  // shape, bf16, threads, target
+
+class FusedRows : public ::testing::TestWithParam<Param> {};
+
+TEST_P(FusedRows, MatchNaiveReferences) {
+  const auto [shapeIndex, bf16, threads, targetIndex] = GetParam();
+  const std::vector<int64_t>& dims = kShapes[shapeIndex];
+  const DType dtype = bf16 ? DType::bf16 : DType::f32;
+  radix::CompileOptions options;
+  options.threads = threads;
+  options.cache = false;
+  options.targetCpu = kTargets[targetIndex].cpu;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+
+  std::vector<std::string> tags;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) tags.push_back(std::string(1, static_cast<char>('a' + i)));
+  tags.push_back("d");
+  std::vector<radix::Tag> tagList(tags.begin(), tags.end());
+  const Shape shape = Shape(dims, dtype).withTags(tagList);
+  const int64_t d = dims.back(), count = shape.count(), rows = count / d;
+  auto values = [&](int64_t n, double scale, double offset, uint32_t seed) {
+    std::vector<float> v(n);
+    for (int64_t i = 0; i < n; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      v[i] = static_cast<float>(offset + scale * ((seed >> 8) / 16777216.0 - 0.5));
+    }
+    return v;
+  };
+  const Tensor x = Tensor::fromValues(cpu, shape, values(count, 8, 0.5, 1));
+  const Tensor y = Tensor::fromValues(cpu, shape, values(count, 2, 0, 2));
+  const Tensor z = Tensor::fromValues(cpu, shape, values(count, 2, 0, 3));
+  const Shape rowShape = Shape({d}, dtype).withTags({"d"});
+  const Tensor w = Tensor::fromValues(cpu, rowShape, values(d, 1, 1, 4));
+  const Tensor b = Tensor::fromValues(cpu, rowShape, values(d, 1, 0, 5));
+  auto host = [](const Tensor& t) {  // the inputs as the reference sees them: rounded to the dtype
+    const std::vector<float> f = t.toVector<float>();
+    return Vals(f.begin(), f.end());
+  };
+  const std::vector<Vals> want = references(host(x), host(w), host(b), host(y), host(z), rows, d);
+  const std::vector<Tensor> got = radix::compile(cpu, &allOps, x, w, b, y, z)(x, w, b, y, z);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    const std::vector<float> g = got[k].toVector<float>();
+    ASSERT_EQ(g.size(), want[k].size()) << kOpNames[k];
+    // f32: a few ulps of the polynomials plus reassociated sums; bf16: the result's rounding.
+    double tol = bf16 ? 1.6e-2 : 2e-5;
+    if (k == 4) tol *= std::sqrt(static_cast<double>(d)) * 4;  // sums of d values of |x| <= 4.5
+    if (bf16 && (k == 1 || k == 2)) tol = 4e-2;               // log-softmax, layer norm: larger values
+    int failures = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const double err = std::fabs(g[i] - want[k][i]);
+      if (!(err <= tol * (1 + std::fabs(want[k][i]))) && failures++ < 3)
+        ADD_FAILURE() << kOpNames[k] << "[" << i << "] = " << g[i] << ", want " << want[k][i];
+    }
+  }
+}
+
+std::string paramName(const ::testing::TestParamInfo<Param>& info) {
+  std::string name;
+  for (int64_t dim : kShapes[std::get<0>(info.param)]) name += (name.empty() ? "" : "x") + std::to_string(dim);
+  return name + (std::get<1>(info.param) ? "_bf16" : "_f32") + "_t" + std::to_string(std::get<2>(info.param)) + "_" +
+         kTargets[std::get<3>(info.param)].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FusedRows,
+                         ::testing::Combine(::testing::Range(0, 6), ::testing::Bool(), ::testing::Values(1, 2),
+                                            ::testing::Range(0, 3)),
+                         paramName);
+
+/// NaN and -inf propagate through the vector row reductions as through the naive loops: a NaN
+/// anywhere in a row (vector body or scalar tail) makes its max and softmax NaN; a row of -inf
+/// gives softmax 0s; +inf wins the max.
+TEST(FusedRowsSpecial, NanInfInBodyAndTail) {
+  const radix::Platform cpu = radix::Platform::cpu().withOptions({.cache = false});
+  const int64_t d = 70;  // 64 in the vector body, 6 in the tail
+  std::vector<float> v(4 * d, 1.f);
+  v[0 * d + 10] = NAN;                  // row 0: NaN in the body
+  v[1 * d + 67] = NAN;                  // row 1: NaN in the tail
+  for (int64_t i = 0; i < d; ++i) v[2 * d + i] = -INFINITY;  // row 2: all -inf
+  v[3 * d + 68] = INFINITY;             // row 3: +inf in the tail
+  const Tensor x = Tensor::fromValues(cpu, Shape({4, d}, DType::f32).withTags({"r", "d"}), v);
+  auto fn = [](const Tensor& t) { return std::make_pair(t.max("d"), t.softmax("d")); };
+  const auto [m, s] = radix::compile(cpu, fn, x)(x);
+  const std::vector<float> mv = m.toVector<float>(), sv = s.toVector<float>();
+  EXPECT_TRUE(std::isnan(mv[0]));
+  EXPECT_TRUE(std::isnan(mv[1]));
+  EXPECT_EQ(mv[2], -INFINITY);
+  EXPECT_EQ(mv[3], INFINITY);
+  EXPECT_TRUE(std::isnan(sv[0 * d + 3]));
+  EXPECT_TRUE(std::isnan(sv[1 * d + 3]));
+  EXPECT_EQ(sv[2 * d + 5], 0.f);
+}
+
+}  // namespace
+
+namespace {
+
+/// Row reductions big enough (>= 32768 iterations) to run their rows as OpenMP loops outside any
+/// row tile, with 2 threads: sum, max and mean over the last axis, and softmax, against naive loops.
+TEST(FusedRowsSpecial, LargeRowsWithTwoThreads) {
+  const radix::Platform cpu = radix::Platform::cpu().withOptions({.cache = false, .threads = 2});
+  const int64_t rows = 96, d = 1001;  // 1001 = 15 * 64 + 41: vector body and scalar tail
+  std::vector<float> v(rows * d);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919) % 1000) / 100.f - 5.f;
+  const Tensor x = Tensor::fromValues(cpu, Shape({rows, d}, DType::f32).withTags({"r", "d"}), v);
+  auto fn = [](const Tensor& t) { return std::make_tuple(t.sum("d"), t.max("d"), t.softmax("d")); };
+  const auto [s, m, p] = radix::compile(cpu, fn, x)(x);
+  const std::vector<float> sv = s.toVector<float>(), mv = m.toVector<float>(), pv = p.toVector<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0, mx = -INFINITY, z = 0;
+    for (int64_t i = 0; i < d; ++i) sum += v[r * d + i], mx = std::max<double>(mx, v[r * d + i]);
+    for (int64_t i = 0; i < d; ++i) z += std::exp(v[r * d + i] - mx);
+    EXPECT_NEAR(sv[r], sum, 1e-5 * (1 + std::fabs(sum)) * 100) << "row " << r;
+    EXPECT_EQ(mv[r], static_cast<float>(mx)) << "row " << r;
+    for (int64_t i = 0; i < d; i += 97)
+      EXPECT_NEAR(pv[r * d + i], std::exp(v[r * d + i] - mx) / z, 1e-6) << "row " << r << " col " << i;
+  }
+}
+
+}  // namespace

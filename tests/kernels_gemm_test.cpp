@@ -1,0 +1,308 @@
+// The contraction kernels (src/compiler/kernels): every path (GEMM, GEMV by rows and by columns,
+// bf16 pairs) against a double reference, on odd shapes, operand layouts, batch dims and
+// contracting dims anywhere; f32, f16, bf16 and bf16 weights widened to f32; 1 and 2 threads;
+// the host's ISA and every lower one it runs, forced through CompileOptions::targetCpu. Each
+// case checks the kernel counters, so a silent fallback to the generic loops fails.
+#include <gtest/gtest.h>
+#include <radix/radix.h>
+#include <radix/testing.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/kernels/kernels.h"
+
+namespace {
+
+using radix::DType;
+using radix::Shape;
+using radix::Tensor;
+namespace kernels = radix::kernels;
+using Dims = std::vector<int64_t>;
+using Pairs = std::vector<std::pair<int, int>>;
+
+struct Case {
+  const char* name;
+  Dims a, b;
+  Pairs contracting, batching;
+  std::optional<kernels::Path> path;  // nullopt: no kernel expected
+};
+
+constexpr auto gemm = kernels::Path::gemm;
+constexpr auto gemv = kernels::Path::gemv;
+constexpr std::nullopt_t none = std::nullopt;
+
+// Small enough for one thread (under 1 MFLOP).
+const std::vector<Case>& smallCases() {
+  static const std::vector<Case> cases = {
+      // Degenerate contractions (no loop longer than 1, or nothing to contract) are products
+      // that canonicalization and fusion fold before bufferization: no kernel to check.
+      {"one", {1, 1}, {1, 1}, {{1, 0}}, {}, none},
+      {"m7_n17_k129", {7, 129}, {129, 17}, {{1, 0}}, {}, gemm},
+      {"tails_m33_n65_k17", {33, 17}, {17, 65}, {{1, 0}}, {}, gemm},
+      {"lhs_transposed", {129, 17}, {129, 33}, {{0, 0}}, {}, gemm},
+      {"rhs_transposed", {17, 129}, {33, 129}, {{1, 1}}, {}, gemm},
+      {"both_transposed", {129, 17}, {33, 129}, {{0, 1}}, {}, gemm},
+      {"batched", {3, 7, 17}, {3, 17, 129}, {{2, 1}}, {{0, 0}}, gemm},
+      {"batch_last", {7, 17, 3}, {17, 9, 3}, {{1, 0}}, {{2, 2}}, gemm},
+      {"two_contracting_crossed", {5, 7, 17}, {17, 9, 7}, {{1, 2}, {2, 0}}, {}, gemm},
+      {"two_contracting_merged", {5, 7, 17}, {7, 17, 9}, {{1, 0}, {2, 1}}, {}, gemm},
+      {"free_dims_both_sides", {2, 3, 17}, {17, 4, 5}, {{2, 0}}, {}, gemm},
+      {"outer_product", {7}, {17}, {}, {}, none},
+      {"matvec_rows", {129, 257}, {257}, {{1, 0}}, {}, gemv},
+      {"vecmat_columns", {257}, {257, 129}, {{0, 0}}, {}, gemv},
+      {"vecmat_rows", {1, 257}, {129, 257}, {{1, 1}}, {}, gemv},
+      {"batched_gemv", {4, 1, 65}, {4, 65, 33}, {{2, 1}}, {{0, 0}}, gemv},
+      {"dot_product", {129}, {129}, {{0, 0}}, {}, gemv},
+  };
+  return cases;
+}
+
+// Over 1 MFLOP: two threads split them.
+const std::vector<Case>& bigCases() {
+  static const std::vector<Case> cases = {
+      {"split_n_m129_n130_k200", {129, 200}, {200, 130}, {{1, 0}}, {}, gemm},
+      {"split_m_m300_n17_k129", {300, 129}, {17, 129}, {{1, 1}}, {}, gemm},
+      {"split_batch", {4, 65, 33}, {4, 33, 129}, {{2, 1}}, {{0, 0}}, gemm},
+      {"gemv_rows_split", {1031, 517}, {517}, {{1, 0}}, {}, gemv},
+      {"gemv_columns_split", {517}, {517, 1031}, {{0, 0}}, {}, gemv},
+  };
+  return cases;
+}
+
+enum class Mode { f32, f16, bf16, bf16Weights };  // bf16Weights: f32 x convert(bf16 -> f32)
+
+const char* modeName(Mode m) {
+  switch (m) {
+    case Mode::f32: return "f32";
+    case Mode::f16: return "f16";
+    case Mode::bf16: return "bf16";
+    case Mode::bf16Weights: return "bf16_weights";
+  }
+  return "?";
+}
+
+Tensor randomTensor(const radix::Platform& cpu, const Dims& dims, DType dtype, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return Tensor::fromValues(cpu, Shape(dims, dtype), v);
+}
+
+// dotGeneral in double: result dims are batch, lhs free, rhs free (as the op defines them).
+std::vector<double> reference(const Case& c, const std::vector<double>& a, const std::vector<double>& b) {
+  const int ra = static_cast<int>(c.a.size()), rb = static_cast<int>(c.b.size());
+  std::vector<int> roleA(ra, -1), roleB(rb, -1);  // -1 free, else index into batch/contract lists
+  std::vector<int> freeA, freeB;
+  for (size_t i = 0; i < c.batching.size(); ++i) roleA[c.batching[i].first] = roleB[c.batching[i].second] = 100 + static_cast<int>(i);
+  for (size_t i = 0; i < c.contracting.size(); ++i) roleA[c.contracting[i].first] = roleB[c.contracting[i].second] = 200 + static_cast<int>(i);
+  for (int i = 0; i < ra; ++i)
+    if (roleA[i] < 0) freeA.push_back(i);
+  for (int j = 0; j < rb; ++j)
+    if (roleB[j] < 0) freeB.push_back(j);
+  Dims outDims, kDims;
+  for (auto& p : c.batching) outDims.push_back(c.a[p.first]);
+  for (int i : freeA) outDims.push_back(c.a[i]);
+  for (int j : freeB) outDims.push_back(c.b[j]);
+  for (auto& p : c.contracting) kDims.push_back(c.a[p.first]);
+  auto count = [](const Dims& d) {
+    int64_t n = 1;
+    for (int64_t x : d) n *= x;
+    return n;
+  };
+  auto offset = [](const Dims& dims, const Dims& idx) {
+    int64_t o = 0;
+    for (size_t i = 0; i < dims.size(); ++i) o = o * dims[i] + idx[i];
+    return o;
+  };
+  std::vector<double> out(static_cast<size_t>(count(outDims)));
+  Dims oi(outDims.size(), 0), ki(kDims.size(), 0), ia(ra), ib(rb);
+  for (int64_t o = 0; o < count(outDims); ++o) {
+    int64_t rest = o;
+    for (size_t d = outDims.size(); d-- > 0;) oi[d] = rest % outDims[d], rest /= outDims[d];
+    double sum = 0;
+    for (int64_t k = 0; k < count(kDims); ++k) {
+      rest = k;
+      for (size_t d = kDims.size(); d-- > 0;) ki[d] = rest % kDims[d], rest /= kDims[d];
+      size_t slot = 0;
+      for (size_t i = 0; i < c.batching.size(); ++i, ++slot) ia[c.batching[i].first] = ib[c.batching[i].second] = oi[slot];
+      for (int i : freeA) ia[i] = oi[slot++];
+      for (int j : freeB) ib[j] = oi[slot++];
+      for (size_t i = 0; i < c.contracting.size(); ++i) ia[c.contracting[i].first] = ib[c.contracting[i].second] = ki[i];
+      sum += a[static_cast<size_t>(offset(c.a, ia))] * b[static_cast<size_t>(offset(c.b, ib))];
+    }
+    out[static_cast<size_t>(o)] = sum;
+  }
+  return out;
+}
+
+uint64_t calls(kernels::Path path, kernels::Isa isa) { return kernels::callCount(path, isa); }
+
+// Compiles and runs one case; checks the numbers and that the kernel of `isa` ran.
+void check(const Case& c, Mode mode, int threads, const std::string& targetCpu, kernels::Isa isa) {
+  SCOPED_TRACE(std::string(c.name) + " " + modeName(mode) + " threads " + std::to_string(threads) + " target " +
+               (targetCpu.empty() ? "host" : targetCpu));
+  radix::CompileOptions options;
+  options.threads = threads;
+  options.targetCpu = targetCpu;
+  options.cache = false;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  const DType da = mode == Mode::f16 ? DType::f16 : mode == Mode::bf16 ? DType::bf16 : DType::f32;
+  const DType db = mode == Mode::bf16Weights ? DType::bf16 : da;
+  Tensor a = randomTensor(cpu, c.a, da, 1), b = randomTensor(cpu, c.b, db, 2);
+  std::vector<radix::AxisPair> contracting, batching;
+  for (auto& p : c.contracting) contracting.emplace_back(p.first, p.second);
+  for (auto& p : c.batching) batching.emplace_back(p.first, p.second);
+  auto fn = [contracting, batching](Tensor x, Tensor w) {
+    return x.dotGeneral(w.dtype() == x.dtype() ? w : w.convert(x.dtype()), contracting, batching);
+  };
+  const uint64_t before = c.path ? calls(*c.path, isa) : 0;
+  Tensor y = radix::compile(cpu, fn, a, b)(a, b);
+  if (c.path)
+    EXPECT_GT(calls(*c.path, isa), before) << "the " << (*c.path == gemm ? "GEMM" : "GEMV") << " kernel for ISA "
+                                           << kernels::isaName(isa) << " did not run";
+  const std::vector<double> expected = reference(c, a.toVector<double>(), b.toVector<double>());
+  const std::vector<double> actual = y.toVector<double>();
+  ASSERT_EQ(actual.size(), expected.size());
+  int64_t k = 1;
+  for (auto& p : c.contracting) k *= c.a[p.first];
+  // f32 accumulation error grows with k; the result is rounded to its dtype.
+  const double rounding = da == DType::bf16 ? 1.0 / 256 : da == DType::f16 ? 1.0 / 2048 : 0;
+  int reported = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double tol = 1e-6 * static_cast<double>(k) + 1e-6 + rounding * std::fabs(expected[i]);
+    if (std::fabs(actual[i] - expected[i]) > tol && reported++ < 5)
+      ADD_FAILURE() << "element " << i << ": " << actual[i] << " vs " << expected[i] << " (tol " << tol << ")";
+  }
+}
+
+struct Target {
+  const char* cpu;  // "" is the host
+  kernels::Isa isa;
+};
+
+std::vector<Target> targets() {
+  const kernels::Isa host = kernels::hostIsa();
+  std::vector<Target> out = {{"", host}};
+  if (host >= kernels::Isa::avx512bf16) out.push_back({"skylake-avx512", kernels::Isa::avx512});
+  if (host >= kernels::Isa::avx2) out.push_back({"x86-64-v3", kernels::Isa::avx2});
+  if (host > kernels::Isa::x86_64) out.push_back({"x86-64", kernels::Isa::x86_64});
+  return out;
+}
+
+TEST(KernelsGemm, SmallCasesEveryTargetAndDtype) {
+  for (const Target& t : targets())
+    for (Mode mode : {Mode::f32, Mode::bf16, Mode::f16, Mode::bf16Weights})
+      for (const Case& c : smallCases()) check(c, mode, 1, t.cpu, t.isa);
+}
+
+TEST(KernelsGemm, TwoThreadsSplitEveryTarget) {
+  for (const Target& t : targets())
+    for (Mode mode : {Mode::f32, Mode::bf16})
+      for (const Case& c : bigCases()) check(c, mode, 2, t.cpu, t.isa);
+  for (const Case& c : bigCases()) check(c, Mode::bf16Weights, 2, "", kernels::hostIsa());
+}
+
+// Integer contractions keep the generic loops: no kernel call, exact result.
+TEST(KernelsGemm, IntegersKeepTheGenericPath) {
+  const radix::Platform cpu = radix::Platform::cpu().withOptions({.cache = false});
+  Tensor a = Tensor::fromValues(cpu, Shape({2, 3}, DType::i32), std::vector<int32_t>{1, 2, 3, 4, 5, 6});
+  Tensor b = Tensor::fromValues(cpu, Shape({3, 2}, DType::i32), std::vector<int32_t>{1, 0, 0, 1, 1, 1});
+  uint64_t before = 0;
+  for (int p = 0; p < kernels::kPathCount; ++p)
+    for (int i = 0; i < kernels::kIsaCount; ++i) before += calls(kernels::Path(p), kernels::Isa(i));
+  Tensor y = radix::compile(cpu, [](Tensor x, Tensor w) { return x.dotGeneral(w, {{1, 0}}, {}); }, a, b)(a, b);
+  uint64_t after = 0;
+  for (int p = 0; p < kernels::kPathCount; ++p)
+    for (int i = 0; i < kernels::kIsaCount; ++i) after += calls(kernels::Path(p), kernels::Isa(i));
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(y.toVector<int32_t>(), (std::vector<int32_t>{4, 5, 10, 11}));
+}
+
+// The compiled module calls the kernel symbol (what a cached object resolves from the process).
+TEST(KernelsGemm, LoweredModuleCallsTheKernel) {
+  const std::string dir = ::testing::TempDir() + "radix_kernels_gemm_dump";
+  radix::CompileOptions options;
+  options.cache = false;
+  options.dumpDir = dir;
+  options.dumpPasses = true;
+  options.dumpPassRegex = "convert-func-to-llvm";
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  Tensor a = randomTensor(cpu, {5, 7}, DType::f32, 3), b = randomTensor(cpu, {7, 3}, DType::f32, 4);
+  radix::compile(cpu, [](Tensor x, Tensor w) { return x.dotGeneral(w, {{1, 0}}, {}); }, a, b);
+  std::string text;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.path().string().find("convert-func-to-llvm") != std::string::npos) {
+      std::ifstream in(entry.path());
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  EXPECT_NE(text.find("llvm.call @radix_kernel_contract"), std::string::npos) << text;
+  EXPECT_EQ(text.find("llvm.fmul"), std::string::npos) << "a contraction loop was left: " << text;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+uint64_t totalCalls() {
+  uint64_t n = 0;
+  for (int p = 0; p < kernels::kPathCount; ++p)
+    for (int i = 0; i < kernels::kIsaCount; ++i) n += kernels::callCount(kernels::Path(p), kernels::Isa(i));
+  return n;
+}
+
+// Operands that are slices (static or at run-time offsets) of bigger tensors.
+TEST(KernelsGemm, SlicedOperands) {
+  const radix::Platform cpu = radix::Platform::cpu().withOptions({.cache = false});
+  Tensor a = randomTensor(cpu, {9, 33}, DType::f32, 5), b = randomTensor(cpu, {33, 20}, DType::f32, 6);
+  Tensor pos = Tensor::fromValues(cpu, Shape({}, DType::i32), std::vector<int32_t>{3});
+  auto fn = [](Tensor x, Tensor w, Tensor p) {
+    Tensor xs = x.dynamicSlice({{0, {.start = p, .len = 4}}});       // rows 3..6
+    Tensor ws = w.slice({{1, {.start = 2, .end = 19, .step = 1}}});  // columns 2..18
+    return xs.dotGeneral(ws, {{1, 0}}, {});
+  };
+  const uint64_t before = totalCalls();
+  Tensor y = radix::compile(cpu, fn, a, b, pos)(a, b, pos);
+  EXPECT_GT(totalCalls(), before);
+  const auto av = a.toVector<double>(), bv = b.toVector<double>(), yv = y.toVector<double>();
+  ASSERT_EQ(yv.size(), 4u * 17u);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 17; ++j) {
+      double r = 0;
+      for (int k = 0; k < 33; ++k) r += av[(3 + i) * 33 + k] * bv[k * 20 + 2 + j];
+      EXPECT_NEAR(yv[i * 17 + j], r, 1e-4) << i << "," << j;
+    }
+}
+
+// An object loaded from the on-disk cache resolves the kernel symbol from the process too.
+TEST(KernelsGemm, CachedObjectCallsTheKernel) {
+  const std::string dir = ::testing::TempDir() + "radix_kernels_gemm_cache";
+  std::filesystem::remove_all(dir);
+  radix::CompileOptions options;
+  options.cache = true;
+  options.cacheDir = dir;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  Tensor a = randomTensor(cpu, {17, 129}, DType::bf16, 7), b = randomTensor(cpu, {129, 33}, DType::bf16, 8);
+  auto fn = [](Tensor x, Tensor w) { return x.dotGeneral(w, {{1, 0}}, {}); };
+  auto cold = radix::compile(cpu, fn, a, b);
+  auto warm = radix::compile(cpu, fn, a, b);
+  EXPECT_FALSE(cold.fromCache());
+  EXPECT_TRUE(warm.fromCache());
+  const uint64_t before = totalCalls();
+  const auto yc = cold(a, b).toVector<float>(), yw = warm(a, b).toVector<float>();
+  EXPECT_EQ(totalCalls(), before + 2);
+  EXPECT_EQ(yc, yw);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
