@@ -98,6 +98,7 @@ int generate(Args args) {
   bool seeded = false, ids = false;
   int threads = 0;
   DType dtype = DType::f32;
+  std::optional<DType> compute;
   while (!args.done()) {
     const std::string_view flag = args.next();
     if (flag == "--model" || flag == "-m") model = std::string(args.value(flag));
@@ -109,6 +110,7 @@ int generate(Args args) {
     else if (flag == "--seed") sampling.seed = number<uint64_t>("generate", flag, args.value(flag)), seeded = true;
     else if (flag == "-t" || flag == "--threads") threads = number<int>("generate", flag, args.value(flag));
     else if (flag == "--dtype") dtype = parseDtype("generate", args.value(flag));
+    else if (flag == "--compute") compute = parseDtype("generate", args.value(flag));
     else if (flag == "--ids") ids = true;
     else throw UsageError{"[generate] unknown option \"" + std::string(flag) + "\""};
   }
@@ -124,7 +126,7 @@ int generate(Args args) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const radix::Platform cpu = platformWith(threads);
-  const models::LoadOptions options{.dtype = dtype};
+  const models::LoadOptions options{.dtype = dtype, .compute = compute};
   models::LanguageModel lm = model ? models::LanguageModel::open(cpu, *model, options) : embeddedModel(cpu, options);
   const radix::Tokenizer& tokenizer = lm.tokenizer();
   const std::vector<int32_t> promptIds = tokenizer.encode(*prompt);
@@ -195,6 +197,7 @@ int bench(Args args) {
   int64_t prompt = 512, gen = 128, reps = 3;
   std::vector<int> threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::vector<DType> dtypes = {DType::f32};
+  std::optional<DType> compute;
   while (!args.done()) {
     const std::string_view flag = args.next();
     if (flag == "--model" || flag == "-m") {
@@ -211,6 +214,8 @@ int bench(Args args) {
     } else if (flag == "--dtype") {
       dtypes.clear();
       for (std::string_view d : splitList(args.value(flag))) dtypes.push_back(parseDtype("bench", d));
+    } else if (flag == "--compute") {
+      compute = parseDtype("bench", args.value(flag));
     } else {
       throw UsageError{"[bench] unknown option \"" + std::string(flag) + "\""};
     }
@@ -223,7 +228,7 @@ int bench(Args args) {
 
   // The first model loads before the table starts, so that a bad path is a clean error.
   std::optional<models::LanguageModel> first =
-      models::LanguageModel::open(platformWith(threads[0]), *model, {.dtype = dtypes[0]});
+      models::LanguageModel::open(platformWith(threads[0]), *model, {.dtype = dtypes[0], .compute = compute});
   std::printf("| model | size | params | dtype | threads | test | t/s |\n");
   std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
   std::fflush(stdout);
@@ -232,7 +237,8 @@ int bench(Args args) {
   for (DType dtype : dtypes)
     for (int t : threads) {
       models::LanguageModel lm =
-          first ? std::move(*first) : models::LanguageModel::open(platformWith(t), *model, {.dtype = dtype});
+          first ? std::move(*first)
+                : models::LanguageModel::open(platformWith(t), *model, {.dtype = dtype, .compute = compute});
       first.reset();
       if (std::max(prompt, gen) > lm.maxContext())
         throw UsageError{"[bench] -p/-n exceed the model's context of " + std::to_string(lm.maxContext())};

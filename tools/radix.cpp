@@ -19,9 +19,11 @@ int usage() {
                "       radix targets            CPU names and features for CompileOptions::targetCpu/targetFeatures\n"
                "       radix version\n"
                "       radix generate [--model PATH] --prompt TEXT -n N [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-               "                      [-t THREADS] [--dtype f32|bf16] [--ids]\n"
-               "                                 generate text (PATH: HF folder or .gguf; none: the embedded model)\n"
-               "       radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16[,..]] [-r REPS]\n"
+               "                      [-t THREADS] [--dtype f32|bf16] [--compute f32|bf16] [--ids]\n"
+               "                                 generate text (PATH: HF folder or .gguf; none: the embedded model;\n"
+               "                                 --dtype: weights, --compute: activations, default the weights')\n"
+               "       radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16[,..]]\n"
+               "                   [--compute f32|bf16] [-r REPS]\n"
                "                                 prompt processing and generation tokens/s, as llama-bench\n"
                "DIR defaults to $RADIX_CACHE_DIR, else $XDG_CACHE_HOME/radix, else ~/.cache/radix\n");
   return 2;
