@@ -87,7 +87,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- the engine's own contracts ----
 
-TEST(ModelsEngine, DecodeWritesTheCacheInPlaceAndRejectsOverflow) {
+TEST(ModelsEngine, ContextPositionAndErrors) {
   const Platform cpu = testPlatform();
   LanguageModel lm = LanguageModel::open(cpu, testModels() + "/gpt2-tiny");
   lm.reset(20);
