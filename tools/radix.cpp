@@ -1,10 +1,14 @@
-// radix: the command-line tool. `radix cache ls`, `radix cache clear`, `radix targets`, `radix version`.
+// radix: the command-line tool. `radix cache ls`, `radix cache clear`, `radix targets`, `radix version`,
+// `radix generate`, `radix bench` (the last two in tools/generate.cpp).
 #include <cstdio>
 #include <string>
 
 #include "radix/cache.h"
 #include "radix/platform.h"
 #include "radix/version.h"
+
+int radixGenerateMain(int argc, char** argv);
+int radixBenchMain(int argc, char** argv);
 
 namespace {
 
@@ -14,6 +18,13 @@ int usage() {
                "       radix cache clear [DIR]  remove every cache entry\n"
                "       radix targets            CPU names and features for CompileOptions::targetCpu/targetFeatures\n"
                "       radix version\n"
+               "       radix generate [--model PATH] --prompt TEXT -n N [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
+               "                      [-t THREADS] [--dtype f32|bf16] [--compute f32|bf16] [--ids]\n"
+               "                                 generate text (PATH: HF folder or .gguf; none: the embedded model;\n"
+               "                                 --dtype: weights, --compute: activations, default the weights')\n"
+               "       radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16[,..]]\n"
+               "                   [--compute f32|bf16] [-r REPS]\n"
+               "                                 prompt processing and generation tokens/s, as llama-bench\n"
                "DIR defaults to $RADIX_CACHE_DIR, else $XDG_CACHE_HOME/radix, else ~/.cache/radix\n");
   return 2;
 }
@@ -45,6 +56,8 @@ int main(int argc, char** argv) {
     std::printf("radix %s\n", RADIX_VERSION);
     return 0;
   }
+  if (command == "generate") return radixGenerateMain(argc, argv);
+  if (command == "bench") return radixBenchMain(argc, argv);
   if (command == "targets") {
     std::printf("host CPU: %s\n\nCPUs (CompileOptions::targetCpu):\n", radix::hostTargetCpu().c_str());
     for (const std::string& cpu : radix::targetCpuNames()) std::printf("  %s\n", cpu.c_str());

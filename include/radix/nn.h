@@ -271,8 +271,14 @@ inline Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Atte
       scores = visible.broad(scores.shape().withDtype(DType::bool_)).select(scores, Tensor::scalar(minusInf, DType::f32));
     }
     const Tensor probabilities = detail::as(scores.softmax("k"), v.dtype());
-    Tensor out = probabilities.dot(v, {"k"});  // {.., h, [hg], q, hd}
-    if (grouped) out = out.mergeAxes({"h", "hg"}, "h");
+    Tensor out = probabilities.dot(v, {"k"});  // {.., h, [hg], q, hd}, or {.., h, q, hg, hd} when q precedes h
+    if (grouped) {
+      std::vector<Axis> order;  // "hg" right after "h", so that the two merge
+      for (const Axis& a : detail::tagsOf(out.shape()))
+        if (a.tag() != "hg") order.push_back(a);
+      order.insert(order.begin() + out.shape().axis("h") - (out.shape().axis("hg") < out.shape().axis("h") ? 1 : 0) + 1, "hg");
+      out = out.transpose(order).mergeAxes({"h", "hg"}, "h");
+    }
     return out.transpose(detail::tagsOf(q.shape()));
   });
 }

@@ -1,0 +1,116 @@
+#pragma once
+/// Pieces shared by the model structs of radix/models/: the KV cache of a whole model, what one
+/// step returns, and reading a config from checkpoint metadata (HF config.json or GGUF keys).
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "radix/error.h"
+#include "radix/io.h"
+#include "radix/nn.h"
+#include "radix/tensor.h"
+
+namespace radix::models {
+
+/// Keys and values of past positions, one {h=kvHeads, k=context, hd} tensor per layer each,
+/// written in place by a step (their buffers are donated to the step's results). Heads first:
+/// each head's keys are one contiguous {k, hd} matrix, which attention reads without a copy.
+/// KvState{{k0, k1}, {v0, v1}}
+struct KvState {
+  std::vector<Tensor> k, v;
+
+  /// Zero-filled buffers for `layers` layers: KvState::zeros(cpu, 12, 1024, 12, 64, DType::f32)
+  static KvState zeros(const Platform& platform, int64_t layers, int64_t context, int64_t kvHeads, int64_t headDim,
+                       DType dtype) {
+    const Shape shape = Shape({kvHeads, context, headDim}, dtype).withTags({"h", "k", "hd"});
+    const std::vector<uint8_t> bytes(shape.byteSize(), 0);
+    KvState s;
+    for (int64_t i = 0; i < 2 * layers; ++i)
+      (i < layers ? s.k : s.v).push_back(Tensor::fromBytes(platform, shape, bytes.data(), bytes.size()));
+    return s;
+  }
+
+  /// Layer i as an nn::KvCache whose next keys go at `position`.
+  nn::KvCache layer(size_t i, const Tensor& position) const { return nn::KvCache{k.at(i), v.at(i), position}; }
+};
+
+/// One step's attention inputs: queries {q, h, hd}, and the new keys and values in the cache's
+/// layout {h=kvHeads, k, hd}.
+struct Qkv {
+  Tensor q, k, v;
+};
+
+/// What one step of a model returns: the logits of the last real token, {voc}:f32, and the
+/// updated cache.
+struct StepResult {
+  Tensor logits;
+  KvState cache;
+};
+
+/// Numeric config values given apart from a checkpoint (the numbers of a config.json that is
+/// not in the checkpoint's folder, such as an embedded model's); they win over its metadata.
+using ConfigValues = std::map<std::string, double, std::less<>>;
+
+/// Where Config::fromCheckpoint reads hyperparameters: the checkpoint's metadata (config.json
+/// keys for HF folders, GGUF keys), and `extra` first.
+struct ConfigSource {
+  const io::Checkpoint& checkpoint;
+  const ConfigValues& extra;
+
+  /// An integer value: the first key present (and not null), else `fallback`, else a "[op] ..."
+  /// error naming the keys. src.integer("gpt2", {"n_layer", "gpt2.block_count"}) -> 12
+  int64_t integer(std::string_view op, std::initializer_list<std::string_view> keys,
+                  std::optional<int64_t> fallback = {}) const {
+    return static_cast<int64_t>(number(op, keys, fallback ? std::optional<double>(double(*fallback)) : std::nullopt, true));
+  }
+  /// A real value, as integer(): src.real("llama", {"rms_norm_eps"}, 1e-6) -> 1e-5
+  double real(std::string_view op, std::initializer_list<std::string_view> keys, std::optional<double> fallback = {}) const {
+    return number(op, keys, fallback, false);
+  }
+
+ private:
+  double number(std::string_view op, std::initializer_list<std::string_view> keys, std::optional<double> fallback,
+                bool integral) const {
+    for (std::string_view key : keys) {
+      if (auto it = extra.find(key); it != extra.end()) return it->second;
+      const io::MetaValue* v = checkpoint.meta(key);
+      if (v == nullptr || v->kind() == io::MetaValue::Kind::null) continue;
+      return integral ? static_cast<double>(v->asInt()) : v->asFloat();
+    }
+    if (fallback) return *fallback;
+    std::string names;
+    for (std::string_view k : keys) names += (names.empty() ? "" : ", ") + std::string(k);
+    throw Error("[" + std::string(op) + "] the checkpoint's config has none of " + names);
+  }
+};
+
+/// The stored tensor of the first name present (with the "transformer." / "model." prefixes
+/// tried too), or nullptr: findTensor(ckpt, {"wte.weight", "token_embd.weight"})
+inline const io::TensorInfo* findTensor(const io::Checkpoint& checkpoint, std::initializer_list<std::string_view> names) {
+  for (std::string_view name : names)
+    for (std::string_view prefix : {"", "transformer.", "model."})
+      if (const io::TensorInfo* t = checkpoint.find(std::string(prefix) + std::string(name))) return t;
+  return nullptr;
+}
+
+/// True for a GGUF checkpoint ("blk.N.*" tensor names, "<arch>.*" metadata keys).
+inline bool isGguf(const io::Checkpoint& checkpoint) { return checkpoint.format() == "gguf"; }
+
+/// The "h[3]." / "layers[3]." prefix of a leaf path split into (block index, rest), or
+/// (-1, path): splitBlockPath("h[3].attn.c_attn.weight", "h") -> {3, "attn.c_attn.weight"}
+inline std::pair<int64_t, std::string> splitBlockPath(std::string_view path, std::string_view field) {
+  if (path.starts_with(".")) path.remove_prefix(1);
+  const std::string open = std::string(field) + "[";
+  if (!path.starts_with(open)) return {-1, std::string(path)};
+  const size_t close = path.find("].", open.size());
+  if (close == std::string_view::npos) return {-1, std::string(path)};
+  return {std::stoll(std::string(path.substr(open.size(), close - open.size()))), std::string(path.substr(close + 2))};
+}
+
+}  // namespace radix::models

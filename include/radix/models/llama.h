@@ -1,0 +1,209 @@
+#pragma once
+/// Llama as a plain struct over radix::nn (RMSNorm, RoPE, SwiGLU, grouped KV heads, tied or
+/// untied output), with the field names of Hugging Face checkpoints
+/// ("model.layers.3.self_attn.q_proj.weight"; loadInto tries the "model." prefix) and a rename
+/// table to llama.cpp's GGUF names ("blk.3.attn_q.weight"). Weights are {out, in} as stored.
+///
+/// RoPE: HF folders pair (x[i], x[i + hd/2]) ("rotate half"); llama.cpp's converter permutes the
+/// rows of q and k so that GGUF files pair (x[2i], x[2i+1]) (interleaved). The layout follows
+/// the file format.
+///
+/// Tags: "s" tokens, "d" width, "hq"/"hkv" q and kv projections, "a" merged heads, "f" MLP
+/// width, "voc" vocabulary, "h"/"hd" heads and head width, "k" cached positions.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "radix/io.h"
+#include "radix/models/common.h"
+#include "radix/module.h"
+#include "radix/nn.h"
+
+namespace radix::models::llama {
+
+/// Hyperparameters, as config.json (hidden_size, ...) or GGUF (llama.embedding_length, ...) give them.
+struct Config {
+  int64_t vocab = 32000;
+  int64_t positions = 2048;
+  int64_t width = 4096;
+  int64_t heads = 32;
+  int64_t kvHeads = 32;
+  int64_t headDim = 128;
+  int64_t layers = 32;
+  int64_t ffn = 11008;
+  double eps = 1e-6;
+  double ropeBase = 10000;
+  bool tied = false;
+  nn::RopeLayout rope = nn::RopeLayout::rotateHalf;
+
+  /// Config::fromCheckpoint(io::Checkpoint::open("llama.gguf")).kvHeads -> 8
+  static Config fromCheckpoint(const io::Checkpoint& checkpoint, const ConfigValues& extra = {}) {
+    const ConfigSource src{checkpoint, extra};
+    Config c;
+    const io::TensorInfo* embed = findTensor(checkpoint, {"embed_tokens.weight", "token_embd.weight"});
+    if (embed == nullptr || embed->dims.size() != 2)
+      throw Error("[llama] no 2-D token embedding (model.embed_tokens.weight or token_embd.weight) in the checkpoint");
+    c.vocab = embed->dims[0];
+    c.width = src.integer("llama", {"hidden_size", "llama.embedding_length"});
+    c.layers = src.integer("llama", {"num_hidden_layers", "llama.block_count"});
+    c.heads = src.integer("llama", {"num_attention_heads", "llama.attention.head_count"});
+    c.kvHeads = src.integer("llama", {"num_key_value_heads", "llama.attention.head_count_kv"}, c.heads);
+    c.ffn = src.integer("llama", {"intermediate_size", "llama.feed_forward_length"});
+    c.positions = src.integer("llama", {"max_position_embeddings", "llama.context_length"}, 2048);
+    c.eps = src.real("llama", {"rms_norm_eps", "llama.attention.layer_norm_rms_epsilon"}, 1e-6);
+    c.ropeBase = src.real("llama", {"rope_theta", "llama.rope.freq_base"}, 10000);
+    if (c.heads <= 0 || c.kvHeads <= 0 || c.width <= 0 || c.layers <= 0 || c.ffn <= 0 || c.width % c.heads != 0 ||
+        c.heads % c.kvHeads != 0)
+      throw Error("[llama] bad config: hidden_size " + std::to_string(c.width) + ", heads " + std::to_string(c.heads) +
+                  ", kv heads " + std::to_string(c.kvHeads) + ", layers " + std::to_string(c.layers));
+    c.headDim = src.integer("llama", {"head_dim", "llama.rope.dimension_count"}, c.width / c.heads);
+    const bool gguf = isGguf(checkpoint);
+    c.tied = findTensor(checkpoint, {"lm_head.weight", "output.weight"}) == nullptr;
+    c.rope = gguf ? nn::RopeLayout::interleaved : nn::RopeLayout::rotateHalf;
+    return c;
+  }
+};
+
+/// Causal self-attention with RoPE and grouped KV heads, over a KV cache.
+struct Attention {
+  nn::Linear q_proj, k_proj, v_proj;  // d -> hq, d -> hkv, d -> hkv
+  nn::Linear o_proj;                  // a -> d
+  int64_t heads = 32, kvHeads = 32;
+  nn::Rope rope;
+
+  /// x {s, d} at positions position.. -> q {q=s, h, hd}, k and v {h=kvHeads, k=s, hd}, with RoPE
+  Qkv project(Tensor x, Tensor position) const {
+    auto split = [&](const nn::Linear& l, Tag axis, int64_t n, Tag positions, bool rotate) {
+      Tensor t = l.forward(x).splitAxis(axis, {{"h", n}, {"hd", -1}});  // {s, h, hd}
+      if (rotate) t = rope.forward(t, position);
+      t = t.rename({{"s", positions}});
+      return positions == Tag("k") ? t.transpose({"h", "k", "hd"}) : t;  // the cache's layout
+    };
+    return Qkv{split(q_proj, "hq", heads, "q", true), split(k_proj, "hkv", kvHeads, "k", true),
+               split(v_proj, "hkv", kvHeads, "k", false)};
+  }
+
+  /// q {q, h, hd} over a cache that holds its keys and values already -> {s=q, d}
+  Tensor mix(Tensor q, const nn::KvCache& cache) const {
+    return o_proj.forward(cache.attend(q).rename({{"q", "s"}}).mergeAxes({"h", "hd"}, "a"));
+  }
+};
+
+/// down(silu(gate(x)) * up(x)), HF's names.
+struct Mlp {
+  nn::Linear gate_proj, up_proj, down_proj;
+
+  /// {s, d} -> {s, d}
+  Tensor forward(Tensor x) const { return down_proj.forward(gate_proj.forward(x).silu().mul(up_proj.forward(x))); }
+};
+
+/// A pre-norm decoder layer.
+struct Layer {
+  nn::RMSNorm input_layernorm;
+  Attention self_attn;
+  nn::RMSNorm post_attention_layernorm;
+  Mlp mlp;
+
+  /// The attention's inputs: x {s, d} -> Qkv (the step writes k and v into the cache).
+  Qkv project(Tensor x, Tensor position) const { return self_attn.project(input_layernorm.forward(x), position); }
+
+  /// The rest of the layer, over the updated cache: x {s, d} -> {s, d}
+  Tensor finish(Tensor x, Tensor q, nn::KvCache cache) const {
+    x = x.add(self_attn.mix(q, cache));
+    return x.add(mlp.forward(post_attention_layernorm.forward(x)));
+  }
+};
+
+/// The whole model; without lm_head the output projection is tied to embed_tokens.
+struct Model {
+  nn::Embedding embed_tokens;  // {voc, d}
+  std::vector<Layer> layers;
+  nn::RMSNorm norm;
+  std::optional<nn::Linear> lm_head;  // d -> voc
+  /// Activations' dtype (weights are converted to it inside each layer).
+  DType compute = DType::f32;
+
+  /// One step, as gpt2::Model::forward: ids {s}:i32 (the first `length` real) at `position`.
+  /// Returns the logits of token length - 1, {voc}:f32, and the cache.
+  StepResult forward(Tensor ids, Tensor position, Tensor length, KvState cache) const {
+    Tensor x = nn::detail::as(embed_tokens.forward(ids.withTags({"s"})), compute);
+    position = position.convert(DType::i32);
+    StepResult out;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const Qkv p = radix::call(layers[i], &Layer::project, x, position);
+      // The cache is written here, in @main: written inside a radix::call, it would be copied
+      // whole on every step (bufferization across function boundaries).
+      const nn::KvCache updated = cache.layer(i, position).update(p.k, p.v);
+      x = radix::call(layers[i], &Layer::finish, x, p.q, updated);
+      out.cache.k.push_back(updated.k);
+      out.cache.v.push_back(updated.v);
+    }
+    const Tensor last = x.dynamicSlice1d("s", {.start = length.convert(DType::i32).addConstant(-1), .len = 1});
+    const Tensor h = norm.forward(last);
+    const Tensor logits = lm_head ? lm_head->forward(h) : h.dot(nn::detail::as(embed_tokens.weight, compute), {"d"});
+    out.logits = nn::detail::as(logits.choose1d("s", 0), DType::f32);
+    return out;
+  }
+
+  /// Placeholders with the dims and tags loadInto expects.
+  /// Model::placeholders(config, DType::bf16).layers[0].self_attn.k_proj.weight -> {hkv=256,d=2048}:bf16
+  static Model placeholders(const Config& c, DType dtype) {
+    auto t = [&](std::vector<int64_t> dims, std::vector<Tag> tags) { return Tensor(Shape(dims, dtype).withTags(tags)); };
+    auto linear = [&](int64_t in, int64_t out, Tag inTag, Tag outTag) {
+      return nn::Linear{t({out, in}, {outTag, inTag}), std::nullopt, inTag, outTag};
+    };
+    auto rms = [&] { return nn::RMSNorm{t({c.width}, {"d"}), c.eps}; };
+    const int64_t q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
+    Model m;
+    m.embed_tokens = nn::Embedding{t({c.vocab, c.width}, {"voc", "d"})};
+    for (int64_t i = 0; i < c.layers; ++i)
+      m.layers.push_back(Layer{rms(),
+                               Attention{linear(c.width, q, "d", "hq"), linear(c.width, kv, "d", "hkv"),
+                                         linear(c.width, kv, "d", "hkv"), linear(q, c.width, "a", "d"), c.heads,
+                                         c.kvHeads, nn::Rope{c.rope, c.ropeBase}},
+                               rms(), Mlp{linear(c.width, c.ffn, "d", "f"), linear(c.width, c.ffn, "d", "f"),
+                                          linear(c.ffn, c.width, "f", "d")}});
+    m.norm = rms();
+    if (!c.tied) m.lm_head = linear(c.width, c.vocab, "d", "voc");
+    m.compute = dtype;
+    return m;
+  }
+
+  /// How leaf paths map to GGUF names: "layers[3].self_attn.q_proj.weight" -> "blk.3.attn_q.weight".
+  static std::string ggufName(std::string_view path) {
+    auto [block, rest] = splitBlockPath(path, "layers");
+    static const std::pair<const char*, const char*> kTop[] = {
+        {"embed_tokens.", "token_embd."}, {"norm.", "output_norm."}, {"lm_head.", "output."}};
+    static const std::pair<const char*, const char*> kBlock[] = {
+        {"input_layernorm.", "attn_norm."},     {"self_attn.q_proj.", "attn_q."},  {"self_attn.k_proj.", "attn_k."},
+        {"self_attn.v_proj.", "attn_v."},       {"self_attn.o_proj.", "attn_output."},
+        {"post_attention_layernorm.", "ffn_norm."}, {"mlp.gate_proj.", "ffn_gate."}, {"mlp.up_proj.", "ffn_up."},
+        {"mlp.down_proj.", "ffn_down."}};
+    for (const auto& [from, to] : block < 0 ? std::span<const std::pair<const char*, const char*>>(kTop)
+                                          : std::span<const std::pair<const char*, const char*>>(kBlock))
+      if (rest.starts_with(from)) {
+        std::string name = to + rest.substr(std::string_view(from).size());
+        return block < 0 ? name : "blk." + std::to_string(block) + "." + name;
+      }
+    return block < 0 ? rest : "layers." + std::to_string(block) + "." + rest;
+  }
+
+  /// Loads a Llama checkpoint (HF folder or file, or GGUF) with weights in `dtype`; activations
+  /// in `compute`. Model::load(cpu, io::Checkpoint::open("llama.gguf"), DType::bf16)
+  static Model load(const Platform& platform, const io::Checkpoint& checkpoint, DType dtype,
+                    std::optional<DType> compute = {}, const ConfigValues& extra = {}) {
+    const Config c = Config::fromCheckpoint(checkpoint, extra);
+    Model m = placeholders(c, dtype);
+    io::LoadSpec spec;
+    spec.dtype = dtype;
+    spec.ignoreExtra = {"rotary_emb\\.inv_freq$", "^rope_freqs\\.weight$"};
+    if (isGguf(checkpoint)) spec.rename = [](std::string_view path) { return ggufName(path); };
+    io::loadInto(platform, m, checkpoint, spec);
+    m.compute = compute.value_or(dtype);
+    return m;
+  }
+};
+
+}  // namespace radix::models::llama

