@@ -259,11 +259,13 @@ struct FuseRowsPass : mlir::PassWrapper<FuseRowsPass, mlir::OperationPass<mlir::
       gone.insert(op);
       // The fused producers are dead now (every user was in the set): erase them, users first.
       for (mlir::Operation* p : llvm::reverse(producers)) gone.insert(p);
+      llvm::DenseSet<mlir::Operation*> erasedOps;
       bool erased = true;
       while (erased) {
         erased = false;
         for (mlir::Operation* p : producers)
-          if (p->getBlock() && p->use_empty()) {
+          if (!erasedOps.contains(p) && p->getBlock() && p->use_empty()) {
+            erasedOps.insert(p);
             rewriter.eraseOp(p);
             erased = true;
           }
