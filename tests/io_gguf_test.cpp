@@ -24,12 +24,6 @@ using radix::testing::errorOf;
 using namespace radix::iotest;
 namespace io = radix::io;
 
-const radix::Platform& cpu() {
-  static radix::Platform p = radix::Platform::cpu();
-  return p;
-}
-
-std::span<const uint8_t> span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 /// Runs a Python snippet with tools/ on the path (gguf_writer imported as *); returns its exit code.
 int python(const TempDir& dir, const std::string& body) {

@@ -22,12 +22,6 @@ using radix::testing::errorOf;
 using namespace radix::iotest;
 namespace io = radix::io;
 
-const radix::Platform& cpu() {
-  static radix::Platform p = radix::Platform::cpu();
-  return p;
-}
-
-std::span<const uint8_t> span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 bool inside(const void* p, std::span<const uint8_t> range) {
   auto* b = static_cast<const uint8_t*>(p);

@@ -7,10 +7,22 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "radix/platform.h"
+
 namespace radix::iotest {
+
+/// The CPU platform of the io tests.
+inline const radix::Platform& cpu() {
+  static radix::Platform p = radix::Platform::cpu();
+  return p;
+}
+
+/// A string's bytes as the loaders take them.
+inline std::span<const uint8_t> span(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 /// One tensor of a safetensors file: dtype name as the format spells it, dims, raw bytes.
 struct StTensor {
