@@ -32,6 +32,8 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "mlir/Pass/PassManager.h"
@@ -161,11 +163,29 @@ void initLlvmOnce() {
   });
 }
 
+/// Translates a one-function module with a parameter attribute once, so that the function-local
+/// statics MLIR's LLVM translation builds on first use (convertParameterAttrs) exist before two
+/// compiles run at once: the first use from two threads is a race that ThreadSanitizer reports.
+void warmTranslation() {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::LLVM::LLVMDialect>();
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(
+      "llvm.func @warm(%arg0: !llvm.ptr {llvm.noalias, llvm.nonnull}) { llvm.return }", &ctx);
+  if (!module) return;
+  llvm::LLVMContext llvmContext;
+  (void)mlir::translateModuleToLLVMIR(*module, llvmContext);
+}
+
 void registerPassesOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
     mlir::registerAllPasses();
     registerFastEwisePasses();
+    warmTranslation();
   });
 }
 
