@@ -24,7 +24,6 @@ using radix::testing::errorOf;
 using namespace radix::iotest;
 namespace io = radix::io;
 
-
 /// Runs a Python snippet with tools/ on the path (gguf_writer imported as *); returns its exit code.
 int python(const TempDir& dir, const std::string& body) {
   const std::string script = dir.write("gen.py", "import sys\nsys.path.insert(0, '" RADIX_SOURCE_DIR "/tools')\n"

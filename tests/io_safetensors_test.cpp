@@ -22,7 +22,6 @@ using radix::testing::errorOf;
 using namespace radix::iotest;
 namespace io = radix::io;
 
-
 bool inside(const void* p, std::span<const uint8_t> range) {
   auto* b = static_cast<const uint8_t*>(p);
   return b >= range.data() && b < range.data() + range.size();
