@@ -15,6 +15,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "tokenizer/llama2_vocab.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -28,27 +30,9 @@ std::string readFile(const fs::path& path) {
   return text.str();
 }
 
-// Llama 2's vocabulary from llama-tokenizer-js (as tests/tokenizer_test.cpp builds it): scores
-// from the merge ranks.
+// Llama 2's vocabulary from llama-tokenizer-js, as tests/tokenizer_test.cpp builds it.
 radix::VocabSpec llama2Vocab(const fs::path& npm) {
-  const json j = json::parse(readFile(npm / "expected/llama2-vocab.json"));
-  radix::VocabSpec spec;
-  spec.model = "llama";
-  spec.tokens = j["tokens"].get<std::vector<std::string>>();
-  std::unordered_map<std::string, int32_t> ids;
-  for (size_t id = 0; id < spec.tokens.size(); ++id) {
-    ids.emplace(spec.tokens[id], static_cast<int32_t>(id));
-    spec.types.push_back(id == 0 ? 2 : id <= 2 ? 3 : id <= 258 ? 6 : 1);
-  }
-  spec.scores.assign(spec.tokens.size(), -1e9f);
-  const auto merges = j["merges"].get<std::vector<std::string>>();
-  for (size_t rank = merges.size(); rank-- > 0;) {
-    std::string merged = merges[rank];
-    merged.erase(merged.find(' '), 1);
-    if (auto it = ids.find(merged); it != ids.end()) spec.scores[it->second] = -static_cast<float>(rank);
-  }
-  spec.unk = 0;
-  return spec;
+  return radix::tokenizertest::llama2VocabFromJs(readFile(npm / "expected/llama2-vocab.json"));
 }
 
 }  // namespace

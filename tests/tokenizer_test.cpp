@@ -18,6 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "io/tokenizer_internal.h"
+#include "tokenizer/llama2_vocab.h"
 
 using namespace radix;
 namespace fs = std::filesystem;
@@ -126,33 +127,11 @@ VocabSpec ggufLike(const Tokenizer& tok, const std::string& pre, const std::vect
   return spec;
 }
 
-// Llama 1/2's vocabulary as llama-tokenizer-js ships it: tokens by id and merges by priority,
-// which HF's converter made from the model's scores. Scores back from the merges: a piece scores
-// minus the rank of the first merge that makes it (pieces no merge makes: -1e9).
+// Llama 1/2's vocabulary as llama-tokenizer-js ships it (empty when the npm data is missing).
 VocabSpec llama2Vocab() {
-  VocabSpec spec;
   const fs::path path = npmFile("expected/llama2-vocab.json");
-  if (!fs::exists(path)) return spec;
-  const json j = json::parse(readFile(path));
-  spec.model = "llama";
-  spec.pre = "default";
-  spec.tokens = j["tokens"].get<std::vector<std::string>>();
-  std::unordered_map<std::string, int32_t> ids;
-  for (size_t id = 0; id < spec.tokens.size(); ++id) {
-    ids.emplace(spec.tokens[id], static_cast<int32_t>(id));
-    spec.types.push_back(id == 0 ? 2 : id <= 2 ? 3 : id <= 258 ? 6 : 1);
-  }
-  spec.scores.assign(spec.tokens.size(), -1e9f);
-  const auto merges = j["merges"].get<std::vector<std::string>>();
-  for (size_t rank = merges.size(); rank-- > 0;) {
-    std::string merged = merges[rank];
-    merged.erase(merged.find(' '), 1);
-    if (auto it = ids.find(merged); it != ids.end()) spec.scores[it->second] = -static_cast<float>(rank);
-  }
-  spec.unk = 0;
-  spec.bos = 1;
-  spec.eos = 2;
-  return spec;
+  if (!fs::exists(path)) return VocabSpec{};
+  return radix::tokenizertest::llama2VocabFromJs(readFile(path));
 }
 
 // A small SentencePiece BPE model (byte fallback, Llama's normalizer settings) trained on KJV
