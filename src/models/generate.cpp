@@ -119,6 +119,14 @@ struct LanguageModel::Impl {
     }
     return out;
   }
+  /// Compiles the steps of these lengths (zero ids; distinct position and length buffers, as
+  /// feed() passes them: a compile ties arguments that share a buffer).
+  void ensureSteps(const std::vector<int64_t>& lengths) {
+    const Tensor position = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{0});
+    const Tensor length = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{1});
+    for (const int64_t b : lengths)
+      ensure(Tensor::fromValues(platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)), position, length);
+  }
   /// Forgets the executables (the context changed).
   virtual void clear() = 0;
   virtual size_t executables() const = 0;
@@ -280,11 +288,7 @@ void LanguageModel::prepare(int64_t promptTokens) {
     fail(std::to_string(promptTokens) + " prompt tokens do not fit the context of " + std::to_string(m.context));
   std::vector<int64_t> buckets = m.chunks(promptTokens, 0);
   buckets.push_back(1);
-  // Distinct buffers, as feed() passes them (a compile ties arguments that share a buffer).
-  const Tensor position = Tensor::fromValues(m.platform, Shape({}, DType::i32), std::vector<int32_t>{0});
-  const Tensor length = Tensor::fromValues(m.platform, Shape({}, DType::i32), std::vector<int32_t>{1});
-  for (const int64_t b : buckets)
-    m.ensure(Tensor::fromValues(m.platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)), position, length);
+  m.ensureSteps(buckets);
 }
 
 int32_t LanguageModel::sample(const Tensor& logits, const Sampling& s, Rng& rng) {
@@ -320,13 +324,7 @@ std::vector<int32_t> LanguageModel::generate(std::span<const int32_t> prompt, in
   Rng rng = Rng::init(impl_->platform, sampling.seed);
   const int32_t eos = impl_->tokenizer ? impl_->tokenizer->eos() : -1;
   prepare(promptLength);
-  if (promptLength + n > context()) {  // the chunks of a context shift
-    const Tensor position = Tensor::fromValues(impl_->platform, Shape({}, DType::i32), std::vector<int32_t>{0});
-    const Tensor length = Tensor::fromValues(impl_->platform, Shape({}, DType::i32), std::vector<int32_t>{1});
-    for (const int64_t b : impl_->chunks(context() / 2, 0))
-      impl_->ensure(Tensor::fromValues(impl_->platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)),
-                    position, length);
-  }
+  if (promptLength + n > context()) impl_->ensureSteps(impl_->chunks(context() / 2, 0));  // a context shift's chunks
   if (sampling.temperature > 0) {  // compiles the sampler
     Rng scratch = rng;
     (void)sample(Tensor::fromValues(impl_->platform, Shape({impl_->vocab}, DType::f32).withTags({"voc"}),
