@@ -1,4 +1,4 @@
-// LanguageModel: loads checkpoints of the registered families (kFamilies below), runs bucketed
+// LanguageModel: loads checkpoints of the registered families (families() below), runs bucketed
 // steps over an in-place KV cache, samples. See include/radix/models/generate.h for the
 // execution scheme.
 #include "radix/models/generate.h"
