@@ -117,6 +117,21 @@ TEST(ModelsZooWindow, SlidingWindowChangesTheLogits) {
     EXPECT_LE(relativeError(got[size_t(step)], full.logits[size_t(step)]), 1e-4) << "step " << step;
 }
 
+// A Llama checkpoint with attention biases (Llama's attention_bias) loads them: read as
+// "llama", the Qwen2 model gives Qwen2's logits (the same struct; its compile is cached).
+TEST(ModelsZooLoading, LlamaLoadsTheBiasesACheckpointHas) {
+  const std::string folder = testModels() + "/qwen2-tiny";
+  const std::vector<int32_t> prompt = byteIds(kPrompt);
+  const Oracle& want = oracle("qwen2_ref.py", folder, prompt, kSteps, "f32");
+  ASSERT_EQ(want.logits.size(), size_t(kSteps));
+  LanguageModel lm = LanguageModel::fromCheckpoint(testPlatform(), io::Checkpoint::open(folder), std::nullopt, {},
+                                                   R"({"model_type": "llama"})");
+  EXPECT_EQ(lm.architecture(), "llama");
+  const std::vector<std::vector<float>> got = run(lm, prompt, want.greedy, false);
+  for (int step = 0; step < kSteps; ++step)
+    EXPECT_LE(relativeError(got[size_t(step)], want.logits[size_t(step)]), 1e-4) << "step " << step;
+}
+
 // The family comes from config.json's architectures when model_type is absent.
 TEST(ModelsZooLoading, FamilyFromTheArchitecturesList) {
   namespace fs = std::filesystem;
