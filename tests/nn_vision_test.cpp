@@ -141,9 +141,8 @@ TEST(NnVision, BatchNormMatchesNaive) {
   struct Case {
     std::vector<int64_t> dims;
     bool affine;
-    std::vector<Tag> tags;
+    std::vector<radix::Tag> tags;
   };
-  using radix::Tag;
   const std::vector<Case> cases = {{{2, 3, 4, 5}, true, {}}, {{3, 5}, false, {}}, {{2, 4, 3}, true, {"b", "s", "c"}}};
   for (const Case& c : cases) {
     SCOPED_TRACE(Shape(c.dims, DType::f32).str());
