@@ -293,6 +293,80 @@ TEST(NnVision, SdpaKeyLengthsMasksPaddedKeys) {
   }
 }
 
+// ---- MultiHeadAttention: fused (causal self-attention) and separate (cross-attention) ----
+
+/// Naive multi-head attention of xq {b, n, d} over xkv {b, m, d}: w {3d, d} and bias {3d} hold
+/// the q, k, v projections; out {d, d} + bo the output projection (when given).
+Vec naiveMha(const Vec& xq, const Vec& xkv, int64_t B, int64_t N, int64_t M, int64_t D, int64_t H, const Vec& w,
+             const Vec& bias, const Vec* out, const Vec* bo, bool causal) {
+  auto project = [&](const Vec& x, int64_t rows, int64_t which) {
+    Vec y(static_cast<size_t>(rows * D));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < D; ++o) {
+        double acc = bias[which * D + o];
+        for (int64_t i = 0; i < D; ++i) acc += x[r * D + i] * w[(which * D + o) * D + i];
+        y[r * D + o] = acc;
+      }
+    return y;
+  };
+  const Vec q = project(xq, B * N, 0), k = project(xkv, B * M, 1), v = project(xkv, B * M, 2);
+  const int64_t hd = D / H;
+  Vec a(static_cast<size_t>(B * N * D));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < N; ++i) {
+        std::vector<double> p(M);
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < M; ++j) {
+          p[j] = 0;
+          for (int64_t e = 0; e < hd; ++e) p[j] += q[(b * N + i) * D + h * hd + e] * k[(b * M + j) * D + h * hd + e];
+          p[j] = causal && j > i + M - N ? -INFINITY : p[j] / std::sqrt(double(hd));
+          mx = std::max(mx, p[j]);
+        }
+        for (double& e : p) sum += (e = std::exp(e - mx));
+        for (int64_t e = 0; e < hd; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < M; ++j) acc += p[j] / sum * v[(b * M + j) * D + h * hd + e];
+          a[(b * N + i) * D + h * hd + e] = acc;
+        }
+      }
+  if (!out) return a;
+  Vec y(a.size());
+  for (int64_t r = 0; r < B * N; ++r)
+    for (int64_t o = 0; o < D; ++o) {
+      double acc = (*bo)[o];
+      for (int64_t i = 0; i < D; ++i) acc += a[r * D + i] * (*out)[o * D + i];
+      y[r * D + o] = acc;
+    }
+  return y;
+}
+
+TEST(NnVision, MultiHeadAttentionMatchesNaive) {
+  const int64_t B = 2, N = 3, M = 5, D = 6, H = 3;
+  const Tensor w = make(Shape({3 * D, D}, DType::f32), 16), bias = make(Shape({3 * D}, DType::f32), 17);
+  const Tensor wo = make(Shape({D, D}, DType::f32), 18), bo = make(Shape({D}, DType::f32), 19);
+  const Tensor xq = make(Shape({B, N, D}, DType::f32), 20), xkv = make(Shape({B, M, D}, DType::f32), 21);
+  const Vec W = w.toVector<double>(), Bi = bias.toVector<double>(), Wo = wo.toVector<double>(), Bo = bo.toVector<double>();
+  {
+    SCOPED_TRACE("fused, causal self-attention");
+    const nn::MultiHeadAttention mha{.in_proj_weight = w, .in_proj_bias = bias, .out_proj = {{wo, bo}}, .heads = H, .causal = true};
+    const Tensor y = compileAndCall(cpu(), &nn::MultiHeadAttention::forward, mha, xkv, std::optional<Tensor>());
+    EXPECT_EQ(y.shape(), Shape({B, M, D}, DType::f32).withTags({"b", "s", "d"}));
+    expectNear(y, naiveMha(xkv.toVector<double>(), xkv.toVector<double>(), B, M, M, D, H, W, Bi, &Wo, &Bo, true), 1e-5);
+  }
+  {
+    SCOPED_TRACE("separate q/k/v (BERT), cross-attention, no output projection");
+    auto rows = [&](int64_t i) { return Tensor::fromValues(cpu(), Shape({D, D}, DType::f32), std::vector<double>(W.begin() + i * D * D, W.begin() + (i + 1) * D * D)); };
+    auto part = [&](int64_t i) { return Tensor::fromValues(cpu(), Shape({D}, DType::f32), std::vector<double>(Bi.begin() + i * D, Bi.begin() + (i + 1) * D)); };
+    const nn::MultiHeadAttention mha{.query = nn::Linear{rows(0), part(0)}, .key = nn::Linear{rows(1), part(1)},
+                                     .value = nn::Linear{rows(2), part(2)}, .heads = H};
+    auto cross = [](nn::MultiHeadAttention m, Tensor q, Tensor kv) { return m.attend(q, kv, {}); };
+    const Tensor y = compileAndCall(cpu(), cross, mha, xq, xkv);
+    EXPECT_EQ(y.shape(), Shape({B, N, D}, DType::f32).withTags({"b", "s", "d"}));
+    expectNear(y, naiveMha(xq.toVector<double>(), xkv.toVector<double>(), B, N, M, D, H, W, Bi, nullptr, nullptr, false), 1e-5);
+  }
+}
+
 // ---- errors: a row per layer, traced on placeholders ----
 
 TEST(NnVision, ErrorsNameTheLayerAndShapes) {
@@ -477,6 +551,13 @@ TEST(ModelsBert, MatchesPyTorch) {
   EXPECT_EQ(out.pooler_output.shape(), Shape({2, 24}, DType::f32).withTags({"b", "d"}));
   radix::testing::expectClose(out.last_hidden_state, data.load(cpu(), "last_hidden_state"), 1e-4);
   radix::testing::expectClose(out.pooler_output, data.load(cpu(), "pooler_output"), 1e-4);
+}
+
+TEST(ModelsBert, ExampleRunsOnTheCheckpoint) {
+  const std::string& dir = oracleDir("bert_ref.py");
+  const auto r = runCommand(std::string(RADIX_BERT_PATH) + " " + dir + "/bert.safetensors 3 " + dir + "/bert_io.safetensors 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("max |error| against the expected outputs"), std::string::npos) << r.out;
 }
 
 TEST(ModelsBert, TransformerEncoderLayerMatchesPyTorch) {
