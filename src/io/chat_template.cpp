@@ -30,6 +30,8 @@ constexpr int64_t kMaxSteps = 1'000'000;         // evaluation steps per render,
 constexpr int64_t kStepsPerMessage = 1'000;      // (the official templates take about 100 per message)
 constexpr size_t kMaxString = 32u << 20;         // any string or the output
 constexpr int64_t kMaxRange = 100'000;           // jinja2's sandbox MAX_RANGE
+constexpr int kMaxValueDepth = 100;              // lists and dicts inside each other
+constexpr int kMaxEvalDepth = 1'500;             // evaluation recursion (expressions x macro calls)
 
 [[noreturn]] void fail(const std::string& what) { throw Error("[chat_template] " + what); }
 
@@ -253,7 +255,10 @@ struct Value {
 struct ListObj {
   std::vector<Value> items;
   bool tuple = false;
+  int depth = 1;
 };
+
+int depthOf(const Value& v);
 
 struct DictObj {
   std::vector<std::pair<Value, Value>> items;
@@ -263,11 +268,17 @@ struct DictObj {
       if (k.kind == Kind::string && k.s == key) return &v;
     return nullptr;
   }
+  int depth = 1;
   void set(Value key, Value value) {
+    const int inner = 1 + std::max(depthOf(key), depthOf(value));
+    if (inner > kMaxValueDepth) fail("values nested deeper than " + std::to_string(kMaxValueDepth));
+    depth = std::max(depth, inner);
     if (Value* v = find(key)) *v = std::move(value);
     else items.emplace_back(std::move(key), std::move(value));
   }
 };
+
+int depthOf(const Value& v) { return v.kind == Kind::list ? v.list->depth : (v.kind == Kind::dict || v.kind == Kind::ns) ? v.dict->depth : 0; }
 
 struct Interp;
 struct FuncObj {
@@ -279,6 +290,8 @@ Value Value::makeList(std::vector<Value> items, bool tuple) {
   Value v;
   v.kind = Kind::list;
   v.list = std::make_shared<ListObj>();
+  for (const Value& item : items) v.list->depth = std::max(v.list->depth, 1 + depthOf(item));
+  if (v.list->depth > kMaxValueDepth) fail("values nested deeper than " + std::to_string(kMaxValueDepth));
   v.list->items = std::move(items);
   v.list->tuple = tuple;
   return v;
@@ -1488,6 +1501,7 @@ struct Interp {
   std::string out;
   int64_t steps = 0;
   int64_t maxSteps = kMaxSteps;
+  int depth = 0;
   int calls = 0;
   Frame* root = nullptr;
   int loopDepth = 0;
@@ -1515,6 +1529,7 @@ struct Interp {
 
   Flow exec(const Stmt& s, Frame& frame) {
     step();
+    Deeper deeper(*this);
     switch (s.kind) {
       case St::text: emit(s.text); return Flow::normal;
       case St::output: {
@@ -1533,6 +1548,7 @@ struct Interp {
         if (s.nsTarget) {
           Value ns = eval(*s.nsTarget, frame);
           if (ns.kind != Kind::ns) error(*s.nsTarget, "cannot assign attribute on non-namespace object " + typeName(ns));
+          if (holdsObject(v)) error(*s.expr, "a namespace attribute cannot hold a namespace, macro or function");
           ns.dict->set(Value::string(s.text), std::move(v));
         } else {
           assign(s, frame, std::move(v), *s.expr);
@@ -1554,6 +1570,17 @@ struct Interp {
       case St::generation: return exec(s.bodies[0], frame);
     }
     return Flow::normal;
+  }
+
+  // Whether v holds a namespace or callable: those could make a reference cycle through a namespace.
+  bool holdsObject(const Value& v) {
+    step();
+    if (v.kind == Kind::ns || v.kind == Kind::func) return true;
+    if (v.kind == Kind::list)
+      return std::any_of(v.list->items.begin(), v.list->items.end(), [&](const Value& x) { return holdsObject(x); });
+    if (v.kind == Kind::dict)
+      return std::any_of(v.dict->items.begin(), v.dict->items.end(), [&](const auto& kv) { return holdsObject(kv.second); });
+    return false;
   }
 
   void assign(const Stmt& s, Frame& frame, Value v, const Expr& where) {
@@ -1589,6 +1616,7 @@ struct Interp {
     auto& d = loop.dict->items;
     for (const char* key : {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem", "cycle"})
       d.emplace_back(Value::string(key), Value());
+    for (const Value& item : items) loop.dict->depth = std::max(loop.dict->depth, 1 + depthOf(item));
     d[6].second = Value::integer(n);
     d[7].second = Value::integer(1);
     d[8].second = Value::integer(0);
@@ -1687,8 +1715,20 @@ struct Interp {
   }
 
   // ---- expressions
+  struct Deeper {
+    Interp& in;
+    explicit Deeper(Interp& interp) : in(interp) {
+      if (++in.depth > kMaxEvalDepth) {
+        --in.depth;
+        fail("evaluation nested deeper than " + std::to_string(kMaxEvalDepth) + " (recursive macros?)");
+      }
+    }
+    ~Deeper() { --in.depth; }
+  };
+
   Value eval(const Expr& e, Frame& frame) {
     step();
+    Deeper deeper(*this);
     switch (e.kind) {
       case Ex::literal: return e.literal;
       case Ex::name: {
