@@ -2609,6 +2609,7 @@ struct Interp {
     if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr" || name == "map") {
       const bool byAttr = name == "selectattr" || name == "rejectattr";
       std::vector<Value> out;
+      if (!truthy(v)) return Value::makeList({});  // jinja2 skips a falsy input (none|selectattr(...) is empty)
       std::vector<Value> rest(args.begin() + std::min<size_t>(args.size(), byAttr ? 1 : 0), args.end());
       std::string attribute;
       if (byAttr) attribute = needString(arg(args, kwargs, 0, "attribute"), (name + "'s attribute").c_str());
