@@ -11,8 +11,10 @@
 #include <set>
 #include <tuple>
 
+#include "radix/models/gemma2.h"
 #include "radix/models/gpt2.h"
 #include "radix/models/llama.h"
+#include "radix/models/phi3.h"
 #include "radix/module.h"
 
 namespace radix::models {
@@ -72,14 +74,16 @@ std::string architectureOf(const io::Checkpoint& c, const std::string& configTyp
       const std::vector<std::string> names = v->asStrings();
       if (!names.empty() && names[0].starts_with("GPT2")) arch = "gpt2";
       if (!names.empty() && (names[0].starts_with("Llama") || names[0].starts_with("Mistral"))) arch = "llama";
+      if (!names.empty() && names[0].starts_with("Phi3")) arch = "phi3";
+      if (!names.empty() && names[0].starts_with("Gemma2")) arch = "gemma2";
     }
   if (arch.empty()) {
     if (findTensor(c, {"wte.weight"})) arch = "gpt2";
     if (findTensor(c, {"embed_tokens.weight"})) arch = "llama";
   }
   if (arch == "mistral") arch = "llama";
-  if (arch != "gpt2" && arch != "llama")
-    fail("unsupported architecture \"" + arch + "\" in " + c.folder() + " (supported: gpt2, llama)");
+  if (arch != "gpt2" && arch != "llama" && arch != "phi3" && arch != "gemma2")
+    fail("unsupported architecture \"" + arch + "\" in " + c.folder() + " (supported: gpt2, llama, phi3, gemma2)");
   return arch;
 }
 
@@ -190,6 +194,16 @@ LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::
     impl = makeImpl(platform, gpt2::Model::load(platform, checkpoint, options.dtype, options.compute, extra));
     impl->vocab = c.vocab, impl->maxContext = c.positions, impl->layers = c.layers;
     impl->kvHeads = c.heads, impl->headDim = c.width / c.heads;
+  } else if (arch == "phi3") {
+    const phi3::Config c = phi3::Config::fromCheckpoint(checkpoint, extra);
+    impl = makeImpl(platform, phi3::Model::load(platform, checkpoint, options.dtype, options.compute, extra));
+    impl->vocab = c.vocab, impl->maxContext = c.positions, impl->layers = c.layers;
+    impl->kvHeads = c.kvHeads, impl->headDim = c.headDim;
+  } else if (arch == "gemma2") {
+    const gemma2::Config c = gemma2::Config::fromCheckpoint(checkpoint, extra);
+    impl = makeImpl(platform, gemma2::Model::load(platform, checkpoint, options.dtype, options.compute, extra));
+    impl->vocab = c.vocab, impl->maxContext = c.positions, impl->layers = c.layers;
+    impl->kvHeads = c.kvHeads, impl->headDim = c.headDim;
   } else {
     const llama::Config c = llama::Config::fromCheckpoint(checkpoint, extra);
     impl = makeImpl(platform, llama::Model::load(platform, checkpoint, options.dtype, options.compute, extra));
