@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes random-weight GPT-2 and Llama models in the file layouts real checkpoints use.
 
-  tools/make_test_models.py OUT [--size tiny|bench] [--only gpt2,llama,llama-gguf,gpt2-gguf]
+  tools/make_test_models.py OUT [--size tiny|bench]
+                                [--only gpt2,llama,llama-gguf,gpt2-gguf,phi3,phi3-gguf,gemma2,gemma2-gguf]
                                 [--tokenizer auto|bytes|PATH] [--seed 0]
 
 Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
@@ -14,6 +15,13 @@ Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
                        rows permuted for its interleaved RoPE), tokenizer.ggml.* metadata
   gpt2-<size>.gguf     the same GPT-2 weights as llama.cpp's converter writes them (Conv1D
                        weights transposed to {out, in}, output.weight = token_embd.weight)
+  phi3-tiny/           HF Phi-3 folder: fused qkv_proj and gate_up_proj, longrope factors in
+                       config.json (original context 16), partial rotary, sliding window
+  phi3-tiny.gguf       as llama.cpp's converter writes it: attn_qkv, ffn_up = gate + up,
+                       rope_factors_{long,short}.weight, phi3.rope.scaling.* keys
+  gemma2-tiny/         HF Gemma 2 folder: pre/post norms, head_dim != width / heads, soft caps,
+                       sliding window 8, tied embeddings
+  gemma2-tiny.gguf     as llama.cpp's converter writes it: norm weights stored with 1 added
 
 Tokenizers: `bytes` is a byte-level BPE whose first 256 ids are the bytes themselves (id = byte
 value), plus two merges ("Q Z", "QZ Q") that ordinary text never triggers, so that a test can
@@ -362,12 +370,6 @@ SIZES_B = {
         "gemma2": dict(vocab=300, positions=256, width=64, layers=3, heads=4, kv_heads=2, head_dim=24, ffn=128,
                        window=8, attn_cap=8.0, final_cap=5.0),
     },
-    "bench": {
-        "phi3": dict(vocab=32064, positions=4096, original=None, width=768, layers=12, heads=12, kv_heads=12,
-                     ffn=2048, rotary=1.0, window=2047, tied=False),
-        "gemma2": dict(vocab=32000, positions=8192, width=768, layers=12, heads=12, kv_heads=6, head_dim=64,
-                       ffn=2048, window=4096, attn_cap=50.0, final_cap=30.0),
-    },
 }
 
 
@@ -547,6 +549,8 @@ def make_families_b(args, only):
     for arch, (make, make_gguf, offset) in FAMILIES_B.items():
         if not only & {arch, arch + "-gguf"}:
             continue
+        if arch not in SIZES_B.get(args.size, {}):
+            continue  # tiny only: the bench tools (llm_bench.py) run GPT-2 and Llama shapes
         c = dict(SIZES_B[args.size][arch])
         vocab, merges = byte_vocab(c["vocab"])
         tokenizer = (vocab, merges, False)

@@ -75,7 +75,7 @@ class LanguageModel {
                                       std::optional<Tokenizer> tokenizer, const LoadOptions& options = {},
                                       std::string_view configJson = {});
 
-  /// "gpt2" or "llama".
+  /// "gpt2", "llama", "phi3" or "gemma2".
   const std::string& architecture() const;
   /// Parameter count (tied weights once): 124439808 for GPT-2 small.
   int64_t parameters() const;
