@@ -83,8 +83,8 @@ Config Config::fromCheckpoint(const io::Checkpoint& checkpoint, const ConfigValu
   c.tied = findTensor(checkpoint, {"lm_head.weight", "output.weight"}) == nullptr;
 
   // longrope.
-  const int64_t original =
-      src.integer("phi3", {"original_max_position_embeddings", "phi3.rope.scaling.original_context_length"}, c.positions);
+  const int64_t original = src.integer(
+      "phi3", {"original_max_position_embeddings", "phi3.rope.scaling.original_context_length"}, c.positions);
   LongRope rope;
   rope.originalContext = original;
   if (gguf) {

@@ -108,8 +108,8 @@ struct Config {
   /// A soft cap: the key's value, none when config.json says null, `fallback` when absent.
   static std::optional<double> cap(const ConfigSource& src, const io::Checkpoint& checkpoint, std::string_view key,
                                    double fallback) {
-    if (const io::MetaValue* v = checkpoint.meta(key); v && v->kind() == io::MetaValue::Kind::null && !src.extra.contains(key))
-      return std::nullopt;
+    const io::MetaValue* v = checkpoint.meta(key);
+    if (v && v->kind() == io::MetaValue::Kind::null && !src.extra.contains(key)) return std::nullopt;
     return src.real("gemma2", {key}, fallback);
   }
 };

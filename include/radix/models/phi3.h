@@ -83,8 +83,10 @@ struct RotaryEmbedding {
     const std::vector<double>* factors = nullptr;
     if (longRope) factors = context > longRope->originalContext ? &longRope->longFactor : &longRope->shortFactor;
     std::vector<double> inverse(static_cast<size_t>(half));
-    for (int64_t i = 0; i < half; ++i)
-      inverse[size_t(i)] = 1.0 / ((factors ? (*factors)[size_t(i)] : 1.0) * std::pow(base, 2.0 * double(i) / double(dims)));
+    for (int64_t i = 0; i < half; ++i) {
+      const double factor = factors ? (*factors)[size_t(i)] : 1.0;
+      inverse[size_t(i)] = 1.0 / (factor * std::pow(base, 2.0 * double(i) / double(dims)));
+    }
     const Tensor positions = Tensor::arange(s, DType::f32).withTags({"s"}).add(offset.convert(DType::f32));
     const Tensor frequencies = Tensor::constantTensor(Shape({half}, DType::f32).withTags({"hd"}), inverse);
     const Shape grid = Shape({s, half}, DType::f32).withTags({"s", "hd"});
@@ -118,8 +120,8 @@ struct Attention {
         "qkv", {heads * headDim, kvHeads * headDim, kvHeads * headDim});  // {s, qkv} each
     auto heads3 = [&](const Tensor& t, int64_t n) { return t.splitAxis("qkv", {{"h", n}, {"hd", -1}}); };
     auto cached = [](const Tensor& t) { return t.rename({{"s", "k"}}).transpose({"h", "k", "hd"}); };
-    return Qkv{rotate(heads3(parts[0], heads), rope).rename({{"s", "q"}}), cached(rotate(heads3(parts[1], kvHeads), rope)),
-               cached(heads3(parts[2], kvHeads))};
+    return Qkv{rotate(heads3(parts[0], heads), rope).rename({{"s", "q"}}),
+               cached(rotate(heads3(parts[1], kvHeads), rope)), cached(heads3(parts[2], kvHeads))};
   }
 
   /// q {q, h, hd} over a cache that holds its keys and values already -> {s=q, d}
