@@ -201,61 +201,64 @@ std::string compileName() {
   }
 }
 
+template <class F, class... Args>
+Exe<ResultOf<F, Args...>> compileImpl(const PlatformAt& at, const F& fn, const Args&... args) {
+  using R = ResultOf<F, Args...>;
+  const Platform& platform = at.platform;
+  CompileSession session(platform, compileName<F, Args...>(), at.loc);
+  std::tuple<std::decay_t<Args>...> traced(args...);
+  constexpr bool member = kMemberCompile<F, Args...>;
+  ArgumentMapper mapper(session);
+  LeafPaths paths;
+  size_t index = 0;
+  auto map = [&](auto& a) {
+    mapper.path = paths.path = argumentName(index++, member);
+    visitLeaves(mapper, a);
+    visitLeaves(paths, std::as_const(a));
+  };
+  std::apply([&](auto&... a) { (map(a), ...); }, traced);
+  ConstantHasher constants;
+  (visitLeaves(constants, args), ...);
+  R result = [&] {
+    auto guard = session.activate();
+    PathFrame frame(std::move(paths.out));
+    try {
+      return std::apply([&](const auto&... a) { return invokeTraced(fn, a...); }, traced);
+    } catch (const Error& e) {
+      throw atOpLocation(e);
+    }
+  }();
+  ResultCollector collector{session};
+  visitLeaves(collector, std::as_const(result));
+  auto executable = session.finish(typeid(std::tuple<std::decay_t<Args>...>), constants.digest());
+  TensorForgetter forget;
+  visitLeaves(forget, result);
+  return Exe<R>(std::move(executable), std::move(result), member, constantLeaves(member, args...));
+}
+
 }  // namespace detail
 
 /// Traces `fn(args...)` into `func.func @main`, optimizes and compiles it for `platform` (or
 /// loads it from the on-disk cache). Tensor leaves of `args` become @main's arguments; other
 /// leaves are compile-time constants. `fn` is a member function pointer (object first in args),
 /// a function pointer or a lambda. Errors name the leaf ("[compile] weight self.layers[1].b is an
-/// unbound Tensor() ...") or, while tracing, the file and line of the last op called.
+/// unbound Tensor() ...") or, while tracing, end with the user's file and line (of this call,
+/// of the last op or nn layer called) and the field path of the failing layer. `fn` must be
+/// const (a const member function, a lambda without `mutable`): a compile-time message says so.
 /// radix::Exe exe = radix::compile(cpu, &NN::forward, nn, x);
 template <class F, class... Args>
 Exe<detail::ResultOf<F, Args...>> compile(detail::PlatformAt at, const F& fn, const Args&... args) {
-  using R = detail::ResultOf<F, Args...>;
-  if constexpr (!detail::checkCallable<F, Args...>()) {
-    return Exe<R>(nullptr, R{});
-  } else {
-  const Platform& platform = at.platform;
-  detail::CompileSession session(platform, detail::compileName<F, Args...>(), at.loc);
-  std::tuple<std::decay_t<Args>...> traced(args...);
-  constexpr bool member = detail::kMemberCompile<F, Args...>;
-  detail::ArgumentMapper mapper(session);
-  detail::LeafPaths paths;
-  size_t index = 0;
-  auto map = [&](auto& a) {
-    mapper.path = paths.path = detail::argumentName(index++, member);
-    detail::visitLeaves(mapper, a);
-    detail::visitLeaves(paths, std::as_const(a));
-  };
-  std::apply([&](auto&... a) { (map(a), ...); }, traced);
-  detail::ConstantHasher constants;
-  (detail::visitLeaves(constants, args), ...);
-  R result = [&] {
-    auto guard = session.activate();
-    detail::PathFrame frame(std::move(paths.out));
-    try {
-      return std::apply([&](const auto&... a) { return detail::invokeTraced(fn, a...); }, traced);
-    } catch (const Error& e) {
-      throw detail::atOpLocation(e);
-    }
-  }();
-  detail::ResultCollector collector{session};
-  detail::visitLeaves(collector, std::as_const(result));
-  auto executable = session.finish(typeid(std::tuple<std::decay_t<Args>...>), constants.digest());
-  detail::TensorForgetter forget;
-  detail::visitLeaves(forget, result);
-  return Exe<R>(std::move(executable), std::move(result), member, detail::constantLeaves(member, args...));
-  }
+  if constexpr (!detail::checkCallable<F, Args...>())
+    return Exe<detail::ResultOf<F, Args...>>(nullptr, {});
+  else
+    return detail::compileImpl(at, fn, args...);
 }
 
 namespace detail {
 
 template <class F, class... Args>
-ResultOf<F, Args...> callImpl(const std::string& name, const F& fn, const Args&... args) {
+ResultOf<F, Args...> callTraced(const std::string& name, const F& fn, const Args&... args) {
   using R = ResultOf<F, Args...>;
-  if constexpr (!checkCallable<F, Args...>()) {
-    return R{};
-  } else {
   TraceContext& context = currentTrace("call");
   Hasher hasher;
   const std::string identity = identityOf(fn);
@@ -305,7 +308,14 @@ ResultOf<F, Args...> callImpl(const std::string& name, const F& fn, const Args&.
   TensorReplacer replacer{outputs};
   visitLeaves(replacer, result);
   return result;
-  }
+}
+
+template <class F, class... Args>
+ResultOf<F, Args...> callImpl(const std::string& name, const F& fn, const Args&... args) {
+  if constexpr (!checkCallable<F, Args...>())
+    return {};
+  else
+    return callTraced(name, fn, args...);
 }
 
 }  // namespace detail

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include <xxhash.h>
+
 #include "compiler/compiler.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -20,13 +22,14 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 #include "runtime/runtime.h"
-#include <xxhash.h>
 
 namespace radix::detail {
 
 namespace {
 thread_local TraceContext* tlsCurrent = nullptr;
 thread_local std::source_location tlsOpLocation;  // line 0: none
+thread_local std::string tlsErrorPath;            // the layer an error passed through
+thread_local std::vector<std::unordered_map<const Tensor*, std::string>> tlsPathFrames;
 std::atomic<uint64_t> nextSerial{1};
 
 std::string hex16(uint64_t v) {
@@ -37,9 +40,6 @@ std::string hex16(uint64_t v) {
 }  // namespace
 
 TraceContext* currentTraceOrNull() { return tlsCurrent; }
-
-thread_local std::string tlsErrorPath;
-thread_local std::vector<std::unordered_map<const Tensor*, std::string>> tlsPathFrames;
 
 void noteOpLocation(const std::source_location& where) noexcept {
   tlsOpLocation = where;
