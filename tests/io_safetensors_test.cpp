@@ -386,12 +386,15 @@ TEST(IoLoadInto, ListsEveryProblemAtOnce) {
   TinyModel m = tinyModel(2);
   io::LoadSpec spec;
   spec.ignoreExtra = {"attn\\.bias$", "attn\\.masked_bias$"};
-  EXPECT_EQ(errorOf([&] { io::loadInto(cpu(), m, ckpt, spec); }),
+  const int line = __LINE__ + 1;
+  const std::string e = errorOf([&] { io::loadInto(cpu(), m, ckpt, spec); });
+  EXPECT_EQ(e.substr(0, e.rfind(" (at ")),
             "[load] 3 problems mapping tiny.safetensors onto the model:\n"
             "  shape: \"h.0.c_attn.weight\" for h[0].c_attn.weight: the model expects {4,12} ({in=4,out=12}:f32), "
             "the checkpoint has {12,4} F32\n"
             "  missing: \"ln_f.bias\" for ln_f.bias {4}:f32 is not in the checkpoint\n"
             "  extra: \"lm_head.weight\" {2} F32 is not claimed by the model");
+  EXPECT_TRUE(e.ends_with("io_safetensors_test.cpp:" + std::to_string(line) + ")")) << e;  // the caller's line
   EXPECT_FALSE(m.wte.weight.isBound());  // nothing bound on error
   spec.ignoreExtra = {"("};
   EXPECT_NE(errorOf([&] { io::loadInto(cpu(), m, ckpt, spec); }).find("[load] LoadSpec::ignoreExtra: invalid regex"),

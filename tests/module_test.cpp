@@ -110,6 +110,82 @@ TEST(Module, CallKeyIncludesNonTensorValues) {
   radix::testing::expectClose(d, {-2, -4, -6}, 1e-6);
 }
 
+// ---- function identity: private functions are named by their traced body, never an address ----
+
+float gBodyScale = 2.0f;  // read while tracing Scaler: changes the traced body, not the call key
+
+struct Scaler {
+  Tensor w;
+  Tensor forward(Tensor x) const { return x.mul(w).mulConstant(gBodyScale); }
+  Tensor other(Tensor x) const { return x.mul(w).addConstant(gBodyScale); }
+  Tensor same(Tensor x) const { return x.mul(w).mulConstant(gBodyScale); }  // forward's body
+};
+
+struct ScalerNet {
+  Scaler s;
+  Tensor forward(Tensor x) const { return radix::call(s, &Scaler::forward, x); }
+  Tensor both(Tensor x) const { return radix::call(s, &Scaler::forward, x).add(radix::call(s, &Scaler::other, x)); }
+  Tensor twins(Tensor x) const { return radix::call(s, &Scaler::forward, x).add(radix::call(s, &Scaler::same, x)); }
+  Tensor named(Tensor x) const { return radix::call("scale", &Scaler::forward, s, x); }
+  Tensor badName(Tensor x) const { return radix::call("2x", &Scaler::forward, s, x); }
+};
+
+std::vector<std::string> privateFunctions(const std::string& ir) {
+  std::vector<std::string> names;
+  const std::regex re("func\\.func private @(\\w+)\\(");
+  for (auto it = std::sregex_iterator(ir.begin(), ir.end(), re); it != std::sregex_iterator(); ++it)
+    names.push_back((*it)[1]);
+  return names;
+}
+
+TEST(Module, FunctionNameComesFromItsBody) {
+  ScalerNet net{{Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 2, 3})}};
+  Tensor x = Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 1, 1});
+  gBodyScale = 2.0f;
+  const std::string a = radix::compile(cpu(), &ScalerNet::forward, net, x).mlir();
+  const std::string b = radix::compile(cpu(), &ScalerNet::forward, net, x).mlir();
+  gBodyScale = 3.0f;
+  const std::string c = radix::compile(cpu(), &ScalerNet::forward, net, x).mlir();
+  gBodyScale = 2.0f;
+  EXPECT_EQ(a, b);  // same body: same module text (the executable cache hits)
+  const auto na = privateFunctions(a), nc = privateFunctions(c);
+  ASSERT_EQ(na.size(), 1u) << a;
+  ASSERT_EQ(nc.size(), 1u) << c;
+  EXPECT_TRUE(std::regex_match(na[0], std::regex("Scaler_[0-9a-f]{16}"))) << na[0];
+  EXPECT_NE(na[0], nc[0]);  // a changed body: another name, so the cache misses
+}
+
+TEST(Module, DifferentFunctionsGetDifferentNames) {
+  ScalerNet net{{Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 2, 3})}};
+  Tensor x = Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 1, 1});
+  radix::Exe exe = radix::compile(cpu(), &ScalerNet::both, net, x);
+  const auto names = privateFunctions(exe.mlir());
+  ASSERT_EQ(names.size(), 2u) << exe.mlir();
+  EXPECT_NE(names[0], names[1]);
+  radix::testing::expectClose(exe(net, x), {2 + 3, 4 + 4, 6 + 5}, 1e-6);
+}
+
+TEST(Module, EqualBodiesAreOneFunction) {
+  ScalerNet net{{Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 2, 3})}};
+  Tensor x = Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 1, 1});
+  radix::Exe exe = radix::compile(cpu(), &ScalerNet::twins, net, x);
+  EXPECT_EQ(privateFunctions(exe.mlir()).size(), 1u) << exe.mlir();
+  EXPECT_EQ(count(exe.mlir(), "call @Scaler_"), 2u) << exe.mlir();
+  radix::testing::expectClose(exe(net, x), {4, 8, 12}, 1e-6);
+}
+
+TEST(Module, CallTakesAFunctionName) {
+  ScalerNet net{{Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 2, 3})}};
+  Tensor x = Tensor::fromValues(cpu(), Shape({3}, DType::f32), {1, 1, 1});
+  radix::Exe exe = radix::compile(cpu(), &ScalerNet::named, net, x);
+  const auto names = privateFunctions(exe.mlir());
+  ASSERT_EQ(names.size(), 1u) << exe.mlir();
+  EXPECT_TRUE(std::regex_match(names[0], std::regex("scale_[0-9a-f]{16}"))) << names[0];
+  radix::testing::expectClose(exe(net, x), {2, 4, 6}, 1e-6);
+  const std::string e = errorOf([&] { radix::compile(cpu(), &ScalerNet::badName, net, x); });
+  EXPECT_EQ(e.rfind("[call] function name \"2x\" is not an identifier", 0), 0u) << e;
+}
+
 Tensor twice(Tensor x) { return x.add(x); }
 
 TEST(Module, CallFreeFunctionAndLambda) {

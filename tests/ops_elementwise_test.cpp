@@ -104,6 +104,7 @@ std::vector<Case> integerCases() {
       {"add", {sh({3, 17}), sh({3, 17})}, [](const Ts& x) { return x[0].add(x[1]); }, map2([](double a, double b) { return a + b; }), sh({3, 17}), i32, -1000, 1000},
       {"sub_scalar", {sh({129}), sh({})}, [](const Ts& x) { return x[0].sub(x[1]); }, map2([](double a, double b) { return a - b; }), sh({129}), i32, -1000, 1000},
       {"mul", {sh({17, 1, 3}), sh({1, 4, 3})}, [](const Ts& x) { return x[0].mul(x[1]); }, map2([](double a, double b) { return a * b; }), sh({17, 4, 3}), i32, -100, 100},
+      {"mul_untagged_ones_onto_tagged", {sh({1, 1}), sh({5, 3}, {"b", "d"})}, [](const Ts& x) { return x[0].mul(x[1]); }, map2([](double a, double b) { return a * b; }), sh({5, 3}, {"b", "d"}), i32, -100, 100},
       // Integer division truncates toward zero, also for negative operands.
       {"div", {sh({8}), sh({8})}, [](const Ts& x) { return x[0].div(x[1]); }, map2(trunc), sh({8}), i32, 0, 0,
        {{-7, 7, -8, 9, 100, -100, 0, 5}, {2, -2, 3, -4, 7, 7, 3, -1}}},
@@ -531,6 +532,7 @@ std::vector<Case> zeroSizeCases() {
       {"add_0x3_1x3", {sh({0, 3}), sh({1, 3})}, add, none, sh({0, 3}), kFloats},
       {"add_1x0_tagged", {sh({1, 0}, {"b", "d"}), sh({4, 1}, {"b", "d"})}, add, none, sh({4, 0}, {"b", "d"}), kFloats},
       {"mul_2x0_scalar", {sh({2, 0}), sh({})}, mul, none, sh({2, 0}), kFloats},
+      {"add_untagged_ones_0", {sh({1, 1}), sh({2, 0}, {"b", "d"})}, add, none, sh({2, 0}, {"b", "d"}), kFloats},
       {"add_0_i32", {sh({0}, DType::i32), sh({1}, DType::i32)}, add, none, sh({0}, DType::i32)},
       {"exp_0", {sh({0, 5})}, [](const Ts& x) { return x[0].exp(); }, none, sh({0, 5}), kFloats},
   };
@@ -550,6 +552,9 @@ std::vector<ErrorCase> errorCases() {
       {"add_bool", {sh({3}, b), sh({3}, b)}, [](const Ts& x) { return x[0].add(x[1]); }, "[add]", "{3}:bool"},
       {"sub_dims", {sh({3, 17}), sh({17, 3})}, [](const Ts& x) { return x[0].sub(x[1]); }, "[sub]", "{3,17}:f32 and {17,3}:f32"},
       {"mul_rank", {sh({3}), sh({1, 3})}, [](const Ts& x) { return x[0].mul(x[1]); }, "[mul]", "{3}:f32 and {1,3}:f32"},
+      {"add_untagged_onto_tagged", {sh({2, 3}, {"b", "d"}), sh({2, 3})}, [](const Ts& x) { return x[0].add(x[1]); }, "[add]",
+       "{2,3}:f32 is untagged and {b=2,d=3}:f32 is tagged: Radix does not align axes by position; tag it with the axes it maps to, e.g. x.withTags({\"b\", \"d\"})"},
+      {"mul_untagged_lower_rank", {sh({3}), sh({2, 3}, {"b", "d"})}, [](const Ts& x) { return x[0].mul(x[1]); }, "[mul]", "{3}:f32 is untagged and {b=2,d=3}:f32 is tagged"},
       {"div_tags", {sh({3}, {"b"}), sh({3}, {"d"})}, [](const Ts& x) { return x[0].div(x[1]); }, "[div]", "{b=3}:f32 and {d=3}:f32"},
       {"maximum_dims", {sh({3}), sh({17})}, [](const Ts& x) { return x[0].maximum(x[1]); }, "[maximum]", "{3}:f32 and {17}:f32"},
       {"minimum_dtype", {sh({3}, i32), sh({3})}, [](const Ts& x) { return x[0].minimum(x[1]); }, "[minimum]", "{3}:i32 and {3}:f32"},

@@ -215,16 +215,24 @@ struct LeafCollector : radix::detail::PathBuilder {
 /// with the expected dims and tags; std::optional<Tensor> leaves that are empty are skipped)
 /// to the stored tensor of the same name. The leaf keeps its tags (Conv1D [in,out] weights are
 /// handled by tagging, never by copies). Missing, extra or mis-shaped tensors: a [load] error
-/// naming the tensor and both shapes (all problems listed in one message). Where missing and
-/// extra names differ by a leading prefix ("module.fc.weight" stored for "fc.weight"), the error
-/// says "did you mean" and which prefix to add to LoadSpec::prefixes. PyTorch-only tensors
-/// (num_batches_tracked) are skipped and noted in the returned report.
+/// naming the tensor and both shapes (all problems listed in one message), ending with the
+/// caller's file:line. Where missing and extra names differ by a leading prefix
+/// ("module.fc.weight" stored for "fc.weight"), the error says "did you mean" and which prefix to
+/// add to LoadSpec::prefixes. PyTorch-only tensors (num_batches_tracked) are skipped and noted in
+/// the returned report. To tag what it loads, tag the placeholders: a leaf
+/// Tensor(Shape({16}, f32).withTags({"c"})) is bound to the stored {16} as {c=16}.
 /// io::loadInto(cpu, model, ckpt)  // model.h[0].attn.c_attn.weight bound to {in=768,out=2304}:f32
 template <class Model>
-LoadReport loadInto(const Platform& platform, Model& model, const Checkpoint& checkpoint, const LoadSpec& spec = {}) {
+LoadReport loadInto(const Platform& platform, Model& model, const Checkpoint& checkpoint, const LoadSpec& spec = {},
+                    Loc loc = Loc::current()) {
   detail::LeafCollector collector;
   radix::detail::visitLeaves(collector, model);
-  return detail::bindLeaves(platform, collector.out, checkpoint, spec);
+  try {
+    return detail::bindLeaves(platform, collector.out, checkpoint, spec);
+  } catch (const Error& e) {
+    if (loc.internal()) throw;
+    throw Error(std::string(e.what()) + " (at " + loc.file_name() + ":" + std::to_string(loc.line()) + ")");
+  }
 }
 
 /// Hyperparameters of a llama- or gpt2-style model, read from GGUF metadata or config.json.

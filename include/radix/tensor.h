@@ -251,8 +251,10 @@ class Tensor {
   Tensor dot(const Tensor& rhs, const std::vector<Tag>& contracting, Loc loc = Loc::current()) const;
 
   // ---- shapes ----
-  /// Broadcasts to a larger shape, mapping axes by tag when tagged, else aligning to the right.
-  /// {3}.broad({2,3}) -> {2,3}; {d=3}.broad({d=3,b=2}) -> {d=3,b=2}
+  /// Broadcasts to a larger shape, mapping axes by tag when tagged; untagged onto untagged aligns
+  /// to the right. Untagged onto tagged is an error (tag it with withTags) unless it is a scalar
+  /// or all its axes have size 1: Radix never guesses which axes match by position.
+  /// {3}.broad({2,3}) -> {2,3}; {d=3}.broad({d=3,b=2}) -> {d=3,b=2}; {1,1}.broad({b=2,d=3}) -> {b=2,d=3}
   Tensor broad(const Shape& shape, Loc loc = Loc::current()) const;
   /// Broadcasts with an explicit map: axis i of x becomes axis axes[i] of the result.
   /// {3}.broadcast({3,2}, {0}) -> {3,2}

@@ -103,22 +103,54 @@ mlir::Value broadcastValue(TraceContext& c, mlir::Location loc, mlir::Value v, c
   return mlir::linalg::BroadcastOp::create(c.builder(), loc, x, out, added).getResult()[0];
 }
 
+bool isPositionalGuess(const Shape& untagged, const Shape& tagged) {
+  if (untagged.isTagged() || !tagged.isTagged()) return false;
+  for (int64_t i = 0; i < untagged.rank(); ++i)
+    if (untagged.dim(i) != 1) return true;
+  return false;
+}
+
+Error untaggedError(const char* op, const Shape& untagged, const Shape& tagged) {
+  // Suggest, for each axis in order, the next tagged axis of the same size.
+  std::string hint;
+  int64_t next = 0;
+  for (int64_t i = 0; i < untagged.rank() && next >= 0; ++i) {
+    int64_t found = -1;
+    for (int64_t t = next; t < tagged.rank() && found < 0; ++t)
+      if (!tagged.tag(t).empty() && tagged.dim(t) == untagged.dim(i)) found = t;
+    if (found < 0) {
+      next = -1;
+      break;
+    }
+    hint += (i ? ", " : "") + quote(tagged.tag(found).name());
+    next = found + 1;
+  }
+  const std::string example = next >= 0 ? "x.withTags({" + hint + "})" : "x.withTags({...}) with tags of " + tagged.str();
+  return opError(op, untagged.str() + " is untagged and " + tagged.str() +
+                         " is tagged: Radix does not align axes by position; tag it with the axes it maps to, e.g. " +
+                         example);
+}
+
 Shape binaryShape(const char* op, const Shape& a, const Shape& b) {
   if (a.dtype() != b.dtype())
     throw opError(op, "dtypes differ: " + a.str() + " and " + b.str() + " (use convert)");
   if (a.rank() == 0) return b;
   if (b.rank() == 0) return a;
+  if (isPositionalGuess(a, b)) throw untaggedError(op, a, b);
+  if (isPositionalGuess(b, a)) throw untaggedError(op, b, a);
   if (a.rank() != b.rank()) throw opError(op, "ranks differ: " + a.str() + " and " + b.str());
+  // Untagged size-1 axes take the other side's tags.
+  const bool ones = !a.isTagged() || !b.isTagged();
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < a.rank(); ++i) {
-    if (!(a.tag(i) == b.tag(i)))
+    if (!(a.tag(i) == b.tag(i)) && !ones)
       throw opError(op, "tags differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
     if (a.dim(i) != b.dim(i) && a.dim(i) != 1 && b.dim(i) != 1)
       throw opError(op, "dims differ at axis " + std::to_string(i) + ": " + a.str() + " and " + b.str());
     dims.push_back(a.dim(i) == 1 ? b.dim(i) : a.dim(i));  // a size-1 axis broadcasts, also to size 0
   }
   Shape s(dims, a.dtype());
-  for (int64_t i = 0; i < a.rank(); ++i) s = s.withTag(i, a.tag(i));
+  for (int64_t i = 0; i < a.rank(); ++i) s = s.withTag(i, a.tag(i).empty() ? b.tag(i) : a.tag(i));
   return s;
 }
 

@@ -39,8 +39,14 @@ mlir::Value reshapeValue(TraceContext& c, mlir::Location loc, mlir::Value v, con
 /// where dims are equal or from's dim is 1.
 mlir::Value broadcastValue(TraceContext& c, mlir::Location loc, mlir::Value v, const Shape& from, const Shape& to,
                            const std::vector<int64_t>& axes);
+/// True when `untagged` has no tags, `tagged` has some, and `untagged` is not all size-1 axes:
+/// aligning them by position would guess which axes match.
+bool isPositionalGuess(const Shape& untagged, const Shape& tagged);
+/// "[op] {16} is untagged and {b=2,c=16,h=16,w=16} is tagged: tag it, e.g. x.withTags({\"c\"})"
+Error untaggedError(const char* op, const Shape& untagged, const Shape& tagged);
 /// Strict broadcasting of a binary op's operands: equal dims, a scalar side, or equal rank with
-/// equal tags where one side has size 1. Throws "[op] ..." otherwise.
+/// equal tags where one side has size 1 (an untagged side of size-1 axes takes the other's tags).
+/// Throws "[op] ..." otherwise.
 Shape binaryShape(const char* op, const Shape& a, const Shape& b);
 /// The value of `t` broadcast to `target` (as binaryShape allows).
 mlir::Value operandAs(TraceContext& c, mlir::Location loc, const Tensor& t, const Shape& target, const char* op);

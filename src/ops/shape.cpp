@@ -92,6 +92,10 @@ Tensor Tensor::broadcast(const Shape& target, const std::vector<int64_t>& axes, 
     int64_t t = target.axis(axes[i], op);
     if (used[t]) throw opError(op, "axis " + std::to_string(t) + " of " + target.str() + " is targeted twice");
     used[t] = true;
+    if (!shape_.tag(i).empty() && !target.tag(t).empty() && !(shape_.tag(i) == target.tag(t)))
+      throw opError(op, "axis " + std::to_string(i) + " of " + shape_.str() + " is tagged " +
+                            quote(shape_.tag(i).name()) + " but goes to axis " + std::to_string(t) + " of " +
+                            target.str() + ", tagged " + quote(target.tag(t).name()));
     if (shape_.dim(i) != target.dim(t) && shape_.dim(i) != 1)
       throw opError(op, "can't broadcast axis " + std::to_string(i) + " of " + shape_.str() + " to axis " +
                             std::to_string(t) + " of " + target.str());
@@ -106,6 +110,8 @@ Tensor Tensor::broad(const Shape& target, Loc l) const {
   const char* op = "broad";
   std::vector<int64_t> axes;
   if (rank() > target.rank()) throw opError(op, "can't broadcast " + shape_.str() + " to smaller " + target.str());
+  if (isPositionalGuess(shape_, target)) throw untaggedError(op, shape_, target);
+  if (isPositionalGuess(target, shape_) && rank() > 0) throw untaggedError(op, target, shape_);
   if (rank() == target.rank() || rank() == 0) {
     for (int64_t i = 0; i < rank(); ++i) {
       if (!shape_.tag(i).empty() && !target.tag(i).empty() && !(shape_.tag(i) == target.tag(i)))

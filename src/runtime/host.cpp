@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -345,6 +346,42 @@ std::string shortTypeName(const std::type_info& type) {
   std::string out;
   for (char c : plain) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "fn" + out;
+  return out;
+}
+
+std::string checkedFunctionName(const char* name) {
+  const std::string_view n = name ? name : "";
+  const bool ok = !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0])) &&
+                  std::all_of(n.begin(), n.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!ok) throw Error("[call] function name \"" + std::string(n) + "\" is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+  return std::string(n);
+}
+
+std::string functionName(const void* pointerBytes, bool isMember) {
+  uintptr_t address = 0;
+  std::memcpy(&address, pointerBytes, sizeof address);
+  if (address == 0 || (isMember && (address & 1u))) return {};
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(address), &info) || !info.dli_sname ||
+      reinterpret_cast<uintptr_t>(info.dli_saddr) != address)
+    return {};
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+  std::string full = (status == 0 && demangled) ? demangled : info.dli_sname;
+  std::free(demangled);
+  // "ns::Layer<int>::forward(radix::Tensor) const" -> "forward": drop the parameters and
+  // template arguments, keep the last identifier.
+  std::string plain;
+  int depth = 0;
+  for (char c : full) {
+    if (c == '(' && depth == 0) break;
+    if (c == '<') ++depth;
+    else if (c == '>') --depth;
+    else if (depth == 0) plain += c;
+  }
+  if (size_t colon = plain.rfind("::"); colon != std::string::npos) plain = plain.substr(colon + 2);
+  std::string out;
+  for (char c : plain) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   return out;
 }
 

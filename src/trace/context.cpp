@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include <xxhash.h>
+
 #include "compiler/compiler.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -26,6 +28,8 @@ namespace radix::detail {
 namespace {
 thread_local TraceContext* tlsCurrent = nullptr;
 thread_local std::source_location tlsOpLocation;  // line 0: none
+thread_local std::string tlsErrorPath;            // the layer an error passed through
+thread_local std::vector<std::unordered_map<const Tensor*, std::string>> tlsPathFrames;
 std::atomic<uint64_t> nextSerial{1};
 
 std::string hex16(uint64_t v) {
@@ -37,12 +41,43 @@ std::string hex16(uint64_t v) {
 
 TraceContext* currentTraceOrNull() { return tlsCurrent; }
 
-void noteOpLocation(const std::source_location& where) noexcept { tlsOpLocation = where; }
+void noteOpLocation(const std::source_location& where) noexcept {
+  tlsOpLocation = where;
+  tlsErrorPath.clear();  // an op after an error: that error was handled
+}
 
 Error atOpLocation(const Error& error) {
-  if (tlsOpLocation.line() == 0) return error;
+  std::string path = std::exchange(tlsErrorPath, std::string());
+  if (path.starts_with("self.")) path = path.substr(5);
   const std::source_location where = std::exchange(tlsOpLocation, std::source_location());
-  return Error(std::string(error.what()) + " (at " + where.file_name() + ":" + std::to_string(where.line()) + ")");
+  std::string at;
+  if (!path.empty()) at = "in " + path;
+  if (where.line() != 0) at += (at.empty() ? "at " : ", at ") + std::string(where.file_name()) + ":" + std::to_string(where.line());
+  if (at.empty()) return error;
+  return Error(std::string(error.what()) + " (" + at + ")");
+}
+
+void pushPathFrame(std::vector<std::pair<const Tensor*, std::string>> leaves) {
+  tlsPathFrames.emplace_back(std::make_move_iterator(leaves.begin()), std::make_move_iterator(leaves.end()));
+}
+
+void popPathFrame() {
+  if (!tlsPathFrames.empty()) tlsPathFrames.pop_back();
+}
+
+std::string pathOfLeaf(const Tensor* leaf, const std::string& suffix) {
+  for (auto frame = tlsPathFrames.rbegin(); frame != tlsPathFrames.rend(); ++frame) {
+    auto it = frame->find(leaf);
+    if (it == frame->end()) continue;
+    const std::string& full = it->second;
+    if (!full.ends_with(suffix)) return {};
+    return full.substr(0, full.size() - suffix.size());
+  }
+  return {};
+}
+
+void noteErrorPath(const std::string& path) {
+  if (tlsErrorPath.empty()) tlsErrorPath = path;
 }
 
 TraceContext& currentTrace(const char* op) {
@@ -72,6 +107,11 @@ TraceContext::~TraceContext() {
     mainBlock_->dropAllReferences();
     delete mainBlock_;
   }
+}
+
+mlir::Location TraceContext::loc(const Loc& where, const char* op) {
+  if (where.internal() && tlsOpLocation.line() != 0) return loc(tlsOpLocation, op);
+  return loc(static_cast<const std::source_location&>(where), op);
 }
 
 mlir::Location TraceContext::loc(const std::source_location& where, const char* op) {
@@ -318,6 +358,7 @@ std::vector<Tensor> TraceContext::beginFunction(const std::string& name, uint64_
     types.push_back(tensorType(t->shape()));
   }
   Scope scope{nextScope_++, nullptr, nullptr, builder_.saveInsertionPoint(), key, name + "_" + hex16(key)};
+  scope.prefix = name;
   builder_.setInsertionPointToEnd(module_->getBody());
   auto loc = mlir::NameLoc::get(builder_.getStringAttr(scope.symbol));
   scope.fn = mlir::func::FuncOp::create(builder_, loc, scope.symbol, builder_.getFunctionType(types, {}));
@@ -341,7 +382,26 @@ FunctionEntry& TraceContext::endFunction(const std::vector<const Tensor*>& resul
   mlir::func::ReturnOp::create(builder_, scope.fn.getLoc(), r.values);
   scope.fn.setFunctionType(builder_.getFunctionType(scope.fn.getArgumentTypes(), r.types));
   canonicalize(scope.fn);
-  Function f{scope.symbol, r.types, r.shapes, r.donations, r.memories, {}};
+  // The symbol names the function by its content, never by where the linker put its code, so
+  // that a relinked program traces the same module text (and hits the executable cache).
+  // Functions with equal content are one function.
+  std::string body;
+  {
+    llvm::raw_string_ostream os(body);
+    scope.fn.setSymName("_");
+    scope.fn->print(os);
+    for (size_t i = 0; i < r.donations.size(); ++i)
+      os << " donate" << i << "=" << r.donations[i] << " memory" << i << "=" << static_cast<int>(r.memories[i]);
+  }
+  const std::string symbol = scope.prefix + "_" + hex16(XXH64(body.data(), body.size(), 0));
+  if (auto same = functionBySymbol_.find(symbol); same != functionBySymbol_.end()) {
+    scope.fn->dropAllReferences();
+    scope.fn->erase();
+  } else {
+    scope.fn.setSymName(symbol);
+    functionBySymbol_[symbol] = functions_.size();
+  }
+  Function f{symbol, r.types, r.shapes, r.donations, r.memories, {}};
   f.entry.index = static_cast<uint32_t>(functions_.size());
   f.entry.resultTemplate = std::move(resultTemplate);
   functionByKey_[scope.key] = functions_.size();
@@ -393,8 +453,9 @@ std::vector<Tensor> emitCall(TraceContext& c, const FunctionEntry& f, const std:
   return c.emitCall(f, args);
 }
 
-CompileSession::CompileSession(const Platform& platform, std::string name)
-    : context_(new TraceContext(platform, std::move(name)), [](TraceContext* c) { delete c; }) {}
+CompileSession::CompileSession(const Platform& platform, std::string name, const Loc& where)
+    : context_(new TraceContext(platform, std::move(name)), [](TraceContext* c) { delete c; }),
+      location_(where.internal() ? std::source_location() : static_cast<const std::source_location&>(where)) {}
 CompileSession::~CompileSession() = default;
 
 Tensor CompileSession::argument(const Tensor& leaf, const std::string& path) { return context_->mainArgument(leaf, path); }
@@ -402,7 +463,8 @@ Tensor CompileSession::argument(const Tensor& leaf, const std::string& path) { r
 std::shared_ptr<void> CompileSession::activate() {
   TraceContext* previous = tlsCurrent;
   tlsCurrent = context_.get();
-  tlsOpLocation = std::source_location();
+  tlsOpLocation = location_;
+  tlsErrorPath.clear();
   return std::shared_ptr<void>(nullptr, [previous](void*) { tlsCurrent = previous; });
 }
 

@@ -34,6 +34,8 @@ class TraceContext {
   Tensor wrap(mlir::Value v, const Shape& shape);
   /// NameLoc(op) at the user's source location.
   mlir::Location loc(const std::source_location& where, const char* op);
+  /// Same; a location inside Radix's headers becomes the user's location noted for errors.
+  mlir::Location loc(const Loc& where, const char* op);
   mlir::Type elementType(DType dtype);
   mlir::RankedTensorType tensorType(const Shape& shape);
   mlir::OpBuilder& builder() { return builder_; }
@@ -80,6 +82,7 @@ class TraceContext {
     uint64_t key;
     std::string symbol;
     bool region = false;  // an scf region: sees the values of the scopes around it
+    std::string prefix;   // radix::call functions: the name before the content hash
   };
   struct Value {
     mlir::Value value;
@@ -107,6 +110,7 @@ class TraceContext {
   uint32_t nextScope_ = 0;
   std::unordered_set<uint32_t> regionScopes_;  // ids of the scf region scopes opened so far
   std::unordered_map<uint64_t, size_t> functionByKey_;
+  std::unordered_map<std::string, size_t> functionBySymbol_;  // content-named symbol -> first function
   std::vector<Function> functions_;
 
   mlir::Block* mainBlock_ = nullptr;

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "radix/platform.h"
@@ -77,7 +79,8 @@ void checkCallStructure(const Signature& signature, const std::type_info& argTyp
 /// One radix::compile in progress: owns the tracing context.
 class CompileSession {
  public:
-  CompileSession(const Platform& platform, std::string name);
+  /// `where`: radix::compile's call site, the location of errors until the user's first op.
+  CompileSession(const Platform& platform, std::string name, const Loc& where = Loc::none());
   ~CompileSession();
   CompileSession(const CompileSession&) = delete;
   CompileSession& operator=(const CompileSession&) = delete;
@@ -94,6 +97,7 @@ class CompileSession {
 
  private:
   std::unique_ptr<TraceContext, void (*)(TraceContext*)> context_;
+  std::source_location location_;
 };
 
 /// A function emitted by radix::call, with the template of its result.
@@ -104,9 +108,21 @@ struct FunctionEntry {
 
 /// The current thread's trace; throws radix::Error("[op] ...") outside radix::compile.
 TraceContext& currentTrace(const char* op);
-/// `error` with " (at file:line)" of the last op called on this thread (see radix::Loc) appended,
-/// once: the location is forgotten afterwards. For errors thrown while tracing.
+/// `error` with " (in layers[3].attn, at file:line)" appended: the layer noted by noteErrorPath
+/// and the user's location of the last op called on this thread (see radix::Loc), once: both
+/// are forgotten afterwards. For errors thrown while tracing.
 Error atOpLocation(const Error& error);
+
+/// The Tensor leaves of the structures being traced, with their paths ("self.layers[3].w"), so
+/// that an error names the layer it came from. A stack: compile pushes its arguments, each
+/// radix::call the object it traces. Pop with popPathFrame.
+void pushPathFrame(std::vector<std::pair<const Tensor*, std::string>> leaves);
+void popPathFrame();
+/// The path of the structure whose first Tensor leaf is `leaf`, at `suffix` below it
+/// ("self.layers[3].attn" for the leaf "self.layers[3].attn.wq" and suffix ".wq"), or "".
+std::string pathOfLeaf(const Tensor* leaf, const std::string& suffix);
+/// Notes the layer an error is passing through, unless one is noted already (the innermost wins).
+void noteErrorPath(const std::string& path);
 /// Looks up a radix::call function by key (function identity + deep argument hash).
 FunctionEntry* findFunction(TraceContext& context, uint64_t key);
 /// Opens a private function `<name>_<key hex>` whose arguments have the shapes of `args`;

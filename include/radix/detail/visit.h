@@ -121,6 +121,12 @@ void visitLeaves(V& v, T& x) {
   } else if constexpr (IsTupleLike<U>::value) {
     size_t i = 0;
     std::apply([&](auto&... a) { (visitPart(v, a, PathStep{{}, i++, false}), ...); }, x);
+  } else if constexpr (std::is_class_v<U> && !std::is_aggregate_v<U>) {
+    static_assert(kAlwaysFalse<U>,
+                  "radix: this struct is not an aggregate, so Radix can't visit its fields: a model struct has public "
+                  "fields only, no user-declared constructors, no private or protected fields, no virtual functions "
+                  "and no virtual or private bases (initialize it with braces: Layer{w, b}). Other classes than "
+                  "Tensor, Shape, std::string and the std containers Radix knows can't be leaves");
   } else if constexpr (std::is_aggregate_v<U> && std::is_class_v<U>) {
     boost::pfr::for_each_field(x, [&](auto& field, auto index) {
       constexpr size_t I = decltype(index)::value;
@@ -283,11 +289,28 @@ struct TensorForgetter {
 std::string shortTypeName(const std::type_info& type);
 /// Demangled type name, for error messages.
 std::string demangle(const std::type_info& type);
-/// A name for a callable: the class of a member function pointer, or "fn".
-std::string calleeName(const std::type_info& objectType, bool isMember);
-/// Bytes that identify a function across runs of one binary: the module it lives in and its
-/// offset there (function pointers), or its type alone (lambdas, functors).
+/// Bytes that identify a function within one process, for radix::call's function cache: its
+/// type and address (function pointers), or its type alone (lambdas, functors). Never part of
+/// the traced module (functions are named by their content there).
 std::string functionIdentity(const std::type_info& type, const void* pointerBytes, size_t size, bool isMemberPointer);
+/// The source name of the function at a function or (non-virtual) member function pointer,
+/// from the dynamic symbol table ("forward" for &Layer::forward), made symbol-safe; "" when the
+/// symbol is not exported. Stable across relinks, unlike the address.
+std::string functionName(const void* pointerBytes, bool isMemberPointer);
+
+/// `name` if it is an identifier, else radix::Error("[call] function name ...").
+std::string checkedFunctionName(const char* name);
+
+/// functionName for a callable: "" for lambdas and functors.
+template <class F>
+std::string nameOf(const F& f) {
+  using D = std::decay_t<F>;
+  if constexpr (std::is_member_function_pointer_v<D> || std::is_pointer_v<D>) {
+    return functionName(&f, std::is_member_function_pointer_v<D>);
+  } else {
+    return {};
+  }
+}
 
 template <class F>
 std::string identityOf(const F& f) {

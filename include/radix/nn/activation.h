@@ -17,8 +17,8 @@ namespace radix::nn {
 // ---- activations and MLPs ----
 
 /// x if x >= 0, else alpha * (e^x - 1) (float only): elu({3}, 1.0) -> {3}
-inline Tensor elu(const Tensor& x, double alpha) {
-  return detail::inLayer("nn.elu", [&] { return x.ge(0).select(x, x.expm1().mulConstant(alpha)); });
+inline Tensor elu(const Tensor& x, double alpha, Loc loc = Loc::current()) {
+  return detail::inLayer("nn.elu", loc, [&] { return x.ge(0).select(x, x.expm1().mulConstant(alpha)); });
 }
 
 /// The activations nn::Activation chooses from.
@@ -30,19 +30,21 @@ struct Activation {
   ActivationKind kind = ActivationKind::gelu;
   double alpha = 0.01;  // leakyRelu's slope, elu's scale
 
-  Tensor forward(Tensor x) const {
-    switch (kind) {
-      case ActivationKind::relu: return x.relu();
-      case ActivationKind::sigmoid: return x.sigmoid();
-      case ActivationKind::tanh: return x.tanh();
-      case ActivationKind::silu: return x.silu();
-      case ActivationKind::gelu: return x.gelu();
-      case ActivationKind::geluErf: return x.geluErf();
-      case ActivationKind::quickGelu: return x.quickGelu();
-      case ActivationKind::leakyRelu: return x.leakyRelu(alpha);
-      case ActivationKind::elu: return elu(x, alpha);
-    }
-    throw Error("[nn.Activation] unknown kind " + std::to_string(static_cast<int>(kind)));
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.Activation", *this, loc, [&] {
+      switch (kind) {
+        case ActivationKind::relu: return x.relu();
+        case ActivationKind::sigmoid: return x.sigmoid();
+        case ActivationKind::tanh: return x.tanh();
+        case ActivationKind::silu: return x.silu();
+        case ActivationKind::gelu: return x.gelu();
+        case ActivationKind::geluErf: return x.geluErf();
+        case ActivationKind::quickGelu: return x.quickGelu();
+        case ActivationKind::leakyRelu: return x.leakyRelu(alpha);
+        case ActivationKind::elu: return elu(x, alpha, loc);
+      }
+      throw Error("[nn.Activation] unknown kind " + std::to_string(static_cast<int>(kind)));
+    });
   }
 };
 
@@ -52,7 +54,7 @@ struct Activation {
 struct GeluMlp {
   Linear up, down;
 
-  Tensor forward(Tensor x) const { return down.forward(up.forward(x).gelu()); }
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const { return down.forward(up.forward(x, loc).gelu(), loc); }
 };
 
 /// down(silu(gate(x)) * up(x)) (Llama's SwiGLU MLP).
@@ -60,7 +62,9 @@ struct GeluMlp {
 struct SwiGluMlp {
   Linear gate, up, down;
 
-  Tensor forward(Tensor x) const { return down.forward(gate.forward(x).silu().mul(up.forward(x))); }
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return down.forward(gate.forward(x, loc).silu().mul(up.forward(x, loc)), loc);
+  }
 };
 
 }  // namespace radix::nn

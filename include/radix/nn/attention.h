@@ -44,8 +44,9 @@ struct AttentionOptions {
 /// (grouped-query attention): query head i reads key head i / (hq / hk). The result has q's
 /// shape. Scores and softmax are computed in f32.
 /// sdpa(q {b=2,h=8,q=5,hd=16}, k {b=2,h=2,k=5,hd=16}, v, {.causal = true}) -> {b=2,h=8,q=5,hd=16}
-inline Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {}) {
-  return detail::inLayer("nn.sdpa", [&] {
+inline Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {},
+                   Loc loc = Loc::current()) {
+  return detail::inLayer("nn.sdpa", loc, [&] {
     for (const Tensor* t : {&q, &k, &v})
       for (int64_t i = 0; i < t->rank(); ++i)
         detail::require(!t->shape().tag(i).empty(), "nn.sdpa",
@@ -129,8 +130,8 @@ struct KvCache {
   /// Writes `newK` and `newV` ({k=n, h, hd}) at `index`, in place: the results reuse the buffers
   /// of the cache, which must be arguments of the compiled function (its buffers are donated).
   /// Returns the cache with index + n. Positions past max are clamped (dynamicUpdateSlice).
-  KvCache update(Tensor newK, Tensor newV) const {
-    return detail::inLayer("nn.KvCache", [&] {
+  KvCache update(Tensor newK, Tensor newV, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.KvCache", *this, loc, [&] {
       detail::require(newK.shape().hasTag("k") >= 0 && newV.shape().hasTag("k") >= 0, "nn.KvCache",
                       "new keys and values need an axis tagged \"k\", got " + newK.shape().str() + ", " +
                           newV.shape().str());
@@ -145,11 +146,14 @@ struct KvCache {
   /// update) over the cache: causal, with queryOffset = index - n. `base` gives the other
   /// options (scale, window, softcap, bias).
   /// cache.attend(q {q=5,h=8,hd=16}, {.window = 4096}) -> {q=5,h=8,hd=16}
-  Tensor attend(Tensor q, AttentionOptions base = {}) const {
-    AttentionOptions options = std::move(base);
-    options.causal = true;
-    options.queryOffset = index.addConstant(-static_cast<double>(q.dim("q")));
-    return sdpa(q, k, v, options);
+  Tensor attend(Tensor q, AttentionOptions base = {}, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.KvCache", *this, loc, [&] {
+      detail::require(q.shape().hasTag("q") >= 0, "nn.KvCache", "queries need an axis tagged \"q\", got " + q.shape().str());
+      AttentionOptions options = std::move(base);
+      options.causal = true;
+      options.queryOffset = index.addConstant(-static_cast<double>(q.dim("q")));
+      return sdpa(q, k, v, options, loc);
+    });
   }
 };
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -19,18 +20,35 @@ namespace radix::nn {
 namespace detail {
 
 /// Runs a layer's body, prefixing its errors with the layer: "[nn.Linear] [dotGeneral] ...".
-/// Notes the layer's line as the current op location (radix::Loc), so that a check failing
-/// before the layer's first op does not name an earlier op's line.
-template <class F>
-auto inLayer(const char* layer, F&& f, Loc where = Loc::current()) -> decltype(f()) {
+/// `where` is the layer's caller: public entry points take `Loc loc = Loc::current()` and pass
+/// it, so that errors name the user's line (locations in Radix's headers are never noted, see
+/// radix::Loc). `self`, the layer object, names the layer's field path in errors
+/// ("(in layers[3].attn, at model.cpp:42)") when it is part of the traced arguments.
+/// return detail::inLayer("nn.Linear", *this, loc, [&] { ... });
+template <class Self, class F>
+auto inLayer(const char* layer, const Self& self, Loc where, F&& f) -> decltype(f()) {
   (void)where;
   try {
     return f();
   } catch (const Error& e) {
+    if constexpr (!std::is_same_v<Self, std::nullptr_t>) radix::detail::noteErrorPath(radix::detail::pathOf(self));
     const std::string prefix = std::string("[") + layer + "] ";
     if (std::string_view(e.what()).starts_with(prefix)) throw;
     throw Error(prefix + e.what());
   }
+}
+
+/// Same for a function (no layer object): return detail::inLayer("nn.sdpa", loc, [&] { ... });
+template <class F>
+auto inLayer(const char* layer, Loc where, F&& f) -> decltype(f()) {
+  return inLayer(layer, nullptr, where, std::forward<F>(f));
+}
+
+/// Same without the caller's location (the location of the last op the user called stands).
+template <class F>
+  requires std::is_invocable_v<F>
+auto inLayer(const char* layer, F&& f) -> decltype(f()) {
+  return inLayer(layer, nullptr, Loc::none(), std::forward<F>(f));
 }
 
 inline void require(bool ok, const char* layer, const std::string& what) {

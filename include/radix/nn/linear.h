@@ -27,8 +27,8 @@ struct Linear {
   Tag in = "d";
   Tag out = "d";
 
-  Tensor forward(Tensor x) const {
-    return detail::inLayer("nn.Linear", [&] {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.Linear", *this, loc, [&] {
       detail::require(weight.rank() == 2, "nn.Linear", "weight must be 2-D {out, in}, got " + weight.shape().str());
       const int64_t xIn = x.shape().hasTag(in) >= 0 ? x.shape().hasTag(in) : x.rank() - 1;
       detail::require(!weight.shape().isTagged() || weight.shape().hasTag(in) >= 0, "nn.Linear",
@@ -49,8 +49,8 @@ struct Linear {
 struct Embedding {
   Tensor weight;
 
-  Tensor forward(Tensor ids) const {
-    return detail::inLayer("nn.Embedding", [&] {
+  Tensor forward(Tensor ids, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.Embedding", *this, loc, [&] {
       detail::require(weight.rank() == 2, "nn.Embedding", "weight must be 2-D {voc, d}, got " + weight.shape().str());
       detail::require(!isFloat(ids.dtype()) && ids.dtype() != DType::bool_, "nn.Embedding",
                       "ids must be integers, got " + ids.shape().str());

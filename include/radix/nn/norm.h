@@ -18,8 +18,8 @@ namespace radix::nn {
 
 /// (x - mean) / sqrt(var + eps) over the last axis, in f32 for f16/bf16 (ZML's normalizeVariance).
 /// normalizeVariance({s=3,d=8}, 1e-5) -> {s=3,d=8}
-inline Tensor normalizeVariance(const Tensor& x, double eps) {
-  return detail::inLayer("nn.normalizeVariance", [&] {
+inline Tensor normalizeVariance(const Tensor& x, double eps, Loc loc = Loc::current()) {
+  return detail::inLayer("nn.normalizeVariance", loc, [&] {
     detail::require(isFloat(x.dtype()) && x.rank() >= 1, "nn.normalizeVariance",
                     "needs a float tensor with at least one axis, got " + x.shape().str());
     const double inv = 1.0 / static_cast<double>(x.dim(-1));
@@ -32,8 +32,8 @@ inline Tensor normalizeVariance(const Tensor& x, double eps) {
 
 /// x / sqrt(sum(x²) + eps) over the last axis (ZML's normalizeL2, torch's F.normalize).
 /// normalizeL2({2,2}, 1e-12) -> {2,2}
-inline Tensor normalizeL2(const Tensor& x, double eps) {
-  return detail::inLayer("nn.normalizeL2", [&] {
+inline Tensor normalizeL2(const Tensor& x, double eps, Loc loc = Loc::current()) {
+  return detail::inLayer("nn.normalizeL2", loc, [&] {
     detail::require(isFloat(x.dtype()) && x.rank() >= 1, "nn.normalizeL2",
                     "needs a float tensor with at least one axis, got " + x.shape().str());
     const Tensor xf = detail::as(x, detail::computeType(x.dtype()));
@@ -49,8 +49,8 @@ struct LayerNorm {
   std::optional<Tensor> bias;
   double eps = 1e-5;
 
-  Tensor forward(Tensor x) const {
-    return detail::inLayer("nn.LayerNorm", [&] {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.LayerNorm", *this, loc, [&] {
       detail::require(isFloat(x.dtype()), "nn.LayerNorm", "needs a float tensor, got " + x.shape().str());
       Tensor y = normalizeVariance(x, eps);
       const int64_t last = x.rank() - 1;
@@ -67,8 +67,8 @@ struct RMSNorm {
   Tensor weight;
   double eps = 1e-6;
 
-  Tensor forward(Tensor x) const {
-    return detail::inLayer("nn.RMSNorm", [&] {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.RMSNorm", *this, loc, [&] {
       detail::require(isFloat(x.dtype()), "nn.RMSNorm", "needs a float tensor, got " + x.shape().str());
       detail::require(x.rank() >= 1, "nn.RMSNorm", "needs at least one axis, got " + x.shape().str());
       const double inv = 1.0 / static_cast<double>(x.dim(-1));

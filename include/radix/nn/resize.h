@@ -19,8 +19,9 @@ namespace radix::nn {
 /// Nearest-neighbour resize of the given axes (ZML's upsample/nearest): output index i of an axis
 /// of size n reads input index floor((i + 0.5) * in / n). Tags and other axes are kept.
 /// upsampleNearest({b=1,c=2,h=3,w=4}, {{"h", 6}, {"w", 8}}) -> {b=1,c=2,h=6,w=8}
-inline Tensor upsampleNearest(const Tensor& x, const std::vector<std::pair<Axis, int64_t>>& sizes) {
-  return detail::inLayer("nn.upsampleNearest", [&] {
+inline Tensor upsampleNearest(const Tensor& x, const std::vector<std::pair<Axis, int64_t>>& sizes,
+                              Loc loc = Loc::current()) {
+  return detail::inLayer("nn.upsampleNearest", loc, [&] {
     Tensor y = x;
     for (const auto& [axis, n] : sizes) {
       const int64_t a = y.shape().axis(axis, "nn.upsampleNearest");

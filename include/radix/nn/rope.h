@@ -32,8 +32,8 @@ struct Rope {
   RopeLayout layout = RopeLayout::rotateHalf;
   double base = 10000;
 
-  Tensor forward(Tensor x, Tensor offset) const {
-    return detail::inLayer("nn.Rope", [&] {
+  Tensor forward(Tensor x, Tensor offset, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.Rope", *this, loc, [&] {
       detail::require(isFloat(x.dtype()), "nn.Rope", "needs a float tensor, got " + x.shape().str());
       detail::require(x.shape().hasTag("s") >= 0 && x.shape().hasTag("hd") >= 0, "nn.Rope",
                       "needs axes tagged \"s\" and \"hd\", got " + x.shape().str());

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -65,8 +67,10 @@ using Activations = std::map<std::string, Tensor>;
 namespace detail {
 template <class M>
 struct ForwardArity;
+// A trailing Loc (the caller's line, see radix::Loc) is not a recorded input.
 template <class L, class R, class... P>
-struct ForwardArity<R (L::*)(P...) const> : std::integral_constant<size_t, sizeof...(P)> {};
+struct ForwardArity<R (L::*)(P...) const>
+    : std::integral_constant<size_t, sizeof...(P) - ((std::is_same_v<std::tuple_element_t<sizeof...(P), std::tuple<void, P...>>, Loc>) ? 1 : 0)> {};
 
 inline const Tensor& recorded(const Activations& activations, const std::string& key) {
   auto it = activations.find(key);

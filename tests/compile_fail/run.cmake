@@ -1,0 +1,21 @@
+# cmake -DCXX=.. -DINCLUDE=.. -DSOURCE=.. -DEXPECT=regex -P run.cmake
+# The source must fail to compile with EXPECT in the compiler's messages and without the
+# std::invoke_result wall, and must compile with -DRADIX_EXPECT_OK.
+set(flags -std=c++20 -fsyntax-only -I${INCLUDE})
+execute_process(COMMAND ${CXX} ${flags} -DRADIX_EXPECT_OK ${SOURCE} RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} with -DRADIX_EXPECT_OK should compile:\n${err}")
+endif()
+execute_process(COMMAND ${CXX} ${flags} ${SOURCE} RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${SOURCE} compiled; it should fail with \"${EXPECT}\"")
+endif()
+if(NOT err MATCHES "${EXPECT}")
+  message(FATAL_ERROR "${SOURCE}: the compiler did not say \"${EXPECT}\":\n${err}")
+endif()
+if(err MATCHES "no type named 'type'")
+  message(FATAL_ERROR "${SOURCE}: the std::invoke_result wall is still there:\n${err}")
+endif()
+string(REGEX MATCHALL "error:" errors "${err}")
+list(LENGTH errors count)
+message(STATUS "${SOURCE}: ${count} error(s), saying \"${EXPECT}\"")
