@@ -255,6 +255,7 @@ class Bpe final : public Tokenizer::Impl {
         byteFallback_(spec.byteFallback),
         fuseUnk_(spec.fuseUnk),
         prependAlways_(spec.prependAlways),
+        prependFirstOnly_(spec.prependFirstOnly),
         splitOnSpace_(spec.splitOnSpace),
         prepend_(spec.prepend),
         space_(spec.space),
@@ -336,7 +337,7 @@ class Bpe final : public Tokenizer::Impl {
     return out;
   }
 
-  std::vector<int32_t> encode(std::string_view input) const override {
+  std::vector<int32_t> encode(std::string_view input, bool first) const override {
     std::string normalized;
     if (addPrefixSpace_ && !input.empty() && input[0] != ' ') {
       normalized = " " + std::string(input);
@@ -346,7 +347,8 @@ class Bpe final : public Tokenizer::Impl {
       // HF's Prepend + Replace normalizers, or the Metaspace pre-tokenizer (which prepends only
       // when the text does not already start with the marker).
       std::string text = space_.empty() ? std::string(input) : replaceAll(input, " ", space_);
-      if (!prepend_.empty() && (prependAlways_ || !std::string_view(text).starts_with(prepend_))) text = prepend_ + text;
+      if (!prepend_.empty() && (first || !prependFirstOnly_) && (prependAlways_ || !std::string_view(text).starts_with(prepend_)))
+        text = prepend_ + text;
       normalized = std::move(text);
       input = normalized;
     }
@@ -520,7 +522,7 @@ class Bpe final : public Tokenizer::Impl {
   }
 
   std::string origin_;
-  bool byteLevel_, ignoreMerges_, addPrefixSpace_, byteFallback_, fuseUnk_, prependAlways_, splitOnSpace_;
+  bool byteLevel_, ignoreMerges_, addPrefixSpace_, byteFallback_, fuseUnk_, prependAlways_, prependFirstOnly_, splitOnSpace_;
   bool wordsSplit_ = false;
   std::string prepend_, space_;
   int32_t unk_;

@@ -15,10 +15,23 @@
 
 namespace radix {
 
+/// A token matched whole in the text before pre-tokenization (tokenizer.json added_tokens, GGUF
+/// CONTROL / USER_DEFINED / UNKNOWN tokens), with HF's AddedToken flags.
+struct AddedToken {
+  int32_t id = -1;
+  std::string content;
+  bool special = true;      // skipped when EncodeOptions::parseSpecial is false
+  bool lstrip = false;      // swallows the whitespace on its left
+  bool rstrip = false;      // swallows the whitespace on its right
+  bool singleWord = false;  // only where no word character touches it
+};
+
 /// One tokenizer model. Texts are the vocabulary's spellings ("Ġworld", "▁world"); ids index them.
 struct Tokenizer::Impl {
   virtual ~Impl() = default;
-  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  /// Encodes one stretch of plain text (no added tokens in it); `first`: it starts the input,
+  /// rather than following an added token (Metaspace's prepend_scheme "first").
+  virtual std::vector<int32_t> encode(std::string_view text, bool first = true) const = 0;
   virtual std::string tokenBytes(int32_t id) const = 0;
   /// Default: the concatenated tokenBytes.
   virtual std::string decode(std::span<const int32_t> ids) const;
@@ -26,9 +39,19 @@ struct Tokenizer::Impl {
   /// Throws "[tokenizer] token id N out of range [0, size)".
   void checkId(int32_t id) const;
 
+  /// Indexes `added` and computes the end-of-generation set: the loaders call it last.
+  void finish();
+  /// Splits `text` at the added tokens and encodes the stretches between them, appending to `out`.
+  void encodeAll(std::string_view text, bool parseSpecial, std::vector<int32_t>& out) const;
+
   std::vector<std::string> texts;                 // id -> spelling ("" for holes)
   std::unordered_map<std::string, int32_t> ids;   // spelling -> id
   int32_t bos = -1, eos = -1;
+  bool addBos = false;
+  std::vector<AddedToken> added;
+  std::vector<int32_t> eogExtra;                  // eot / eom / generation_config ids beyond eos
+  std::vector<int32_t> eog;                       // finish(): sorted end-of-generation ids
+  std::array<std::vector<uint32_t>, 256> addedByByte;  // finish(): first byte -> `added` indices, longest first
 };
 
 namespace tok {
@@ -87,6 +110,19 @@ class Regex {
   void* context_ = nullptr;  // pcre2_match_context_8*
 };
 
+/// A GGUF tokenizer.ggml.pre of byte-level BPE as llama.cpp reads it: its names, the Split
+/// regexes applied in sequence, and llama.cpp's flags for it.
+struct PreType {
+  std::vector<std::string_view> names;
+  std::vector<const char*> patterns;
+  bool ignoreMerges = false;  // a whole piece found in the vocabulary is one token
+  bool addBos = false;        // llama.cpp's add_bos default
+};
+/// nullptr for an unknown name; "" is llama.cpp's "default" (a missing key).
+const PreType* findPreType(std::string_view name);
+/// The known names, comma-separated, for errors.
+std::string preTypeNames();
+
 /// BPE by merge ranks, as tokenizer.json / GGUF describe it: byte-level (GPT-2, Llama 3), or
 /// SentencePiece-style over characters with <0xNN> byte fallback (HF's Llama 2 tokenizer.json).
 struct BpeSpec {
@@ -106,6 +142,7 @@ struct BpeSpec {
   std::string space;                         // replaces ' ' ("▁"); decode maps it back
   std::string prepend;                       // put before the text ("▁"); decode drops one leading space
   bool prependAlways = true;                 // false: only when the text does not start with it (Metaspace)
+  bool prependFirstOnly = false;             // Metaspace prepend_scheme "first": only where the input starts
   bool splitOnSpace = false;                 // Metaspace split: a word starts at each `space`
 };
 std::shared_ptr<Tokenizer::Impl> makeBpe(BpeSpec spec);
