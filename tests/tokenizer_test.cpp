@@ -11,10 +11,13 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 #include "gtest/gtest.h"
 #include "io/tokenizer_internal.h"
@@ -473,20 +476,21 @@ TEST(Tokenizer, Errors) {
       {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[],"continuing_subword_prefix":"##"})"),
        "[tokenizer] t.json: model.continuing_subword_prefix is not supported"},
       {tinyJson(kTinyModel, R"({"type":"Whitespace"})"),
-       "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported (ByteLevel, Split, Metaspace, Sequence)"},
-      {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"}]},)"),
-       "[tokenizer] t.json: normalizer.normalizers[0].type \"NFC\" is not supported (Prepend, Replace, Sequence)"},
+       "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported (ByteLevel, Split, Digits, Metaspace, Sequence)"},
+      {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"},{"type":"Lowercase"}]},)"),
+       "[tokenizer] t.json: normalizer.normalizers[1].type \"Lowercase\" is not supported (NFC, NFD, NFKC, NFKD, Prepend, Replace, Sequence)"},
       {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Replace","pattern":{"Regex":"\\s"},"content":"_"},)"),
        "[tokenizer] t.json: normalizer: only Replace of the String \" \" is supported"},
       {tinyJson(kTinyModel, R"({"type":"Metaspace","replacement":"_","prepend_scheme":"sometimes"})"),
        "[tokenizer] t.json: pre_tokenizer.prepend_scheme \"sometimes\" is not one of always, first, never"},
       {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(a"},"behavior":"Isolated"},{"type":"ByteLevel"}]})"),
        "[tokenizer] t.json: bad pre-tokenizer regex \"(a\": missing closing parenthesis at offset 2"},
-      {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"a"},"behavior":"Removed"},{"type":"ByteLevel"}]})"),
-       "[tokenizer] t.json: pre_tokenizer.pretokenizers[0].behavior \"Removed\" is not supported (only Isolated)"},
+      {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"a"},"behavior":"Dropped"},{"type":"ByteLevel"}]})"),
+       "[tokenizer] t.json: pre_tokenizer.pretokenizers[0].behavior \"Dropped\" is not one of Isolated, Removed, MergedWithPrevious, "
+       "MergedWithNext, Contiguous"},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel","use_regex":"yes"})"), "[tokenizer] t.json: pre_tokenizer.use_regex is string, expected a boolean"},
-      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"NFC"},)"),
-       "[tokenizer] t.json: a normalizer with a ByteLevel pre-tokenizer is not supported"},
+      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"Prepend","prepend":"x"},)"),
+       "[tokenizer] t.json: normalizer.type \"Prepend\" with a ByteLevel pre-tokenizer is not supported"},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"id":0,"content":"zz"}],)"),
        "[tokenizer] t.json: added_tokens[0]: id 0 is both \"a\" and \"zz\""},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"content":"zz"}],)"), "[tokenizer] t.json: added_tokens[0].id is missing or not an integer"},
@@ -549,7 +553,7 @@ TEST(Tokenizer, VocabSpecErrors) {
   };
   const std::vector<Row> rows = {
       {[](VocabSpec& s) { s.model = "bert"; }, "[tokenizer] GGUF tokenizer.ggml.model \"bert\" is not supported (gpt2, llama)"},
-      {[](VocabSpec& s) { s.pre = "qwen2"; }, "[tokenizer] GGUF tokenizer.ggml.pre \"qwen2\" is not supported (gpt2, llama-bpe)"},
+      {[](VocabSpec& s) { s.pre = "qwen-2"; }, "[tokenizer] GGUF tokenizer.ggml.pre \"qwen-2\" is not supported (" + tok::preTypeNames() + ")"},
       {[](VocabSpec& s) { s.tokens.clear(); }, "[tokenizer] GGUF tokenizer.ggml.tokens is empty"},
       {[](VocabSpec& s) { s.types = {1}; }, "[tokenizer] GGUF tokenizer.ggml.token_type has 1 entries for 3 tokens"},
       {[](VocabSpec& s) { s.scores = {1, 2}; }, "[tokenizer] GGUF tokenizer.ggml.scores has 2 entries for 3 tokens"},
@@ -847,4 +851,305 @@ TEST(Tokenizer, FromHfFolderCheckpoint) {
   const Tokenizer tok = Tokenizer::fromCheckpoint(io::Checkpoint::open(dir.string()));
   EXPECT_EQ(tok.encode("abab"), (std::vector<int32_t>{2, 2}));
   fs::remove_all(dir);
+}
+
+// ---- Model families: synthetic tokenizer.json files with the real families' blocks ----
+
+namespace {
+
+// tests/tokenizer/families/<name>.json (tests/tokenizer/make_families.py).
+const Tokenizer& family(const std::string& name) {
+  static std::map<std::string, Tokenizer> loaded;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto it = loaded.find(name);
+  if (it == loaded.end()) it = loaded.emplace(name, Tokenizer::fromFile((kSource / "tests/tokenizer/families" / (name + ".json")).string())).first;
+  return it->second;
+}
+
+std::string familiesText() { return readFile(kSource / "tests/tokenizer/families.txt"); }
+
+// The GGUF vocabulary llama.cpp's converter writes for a byte-level tokenizer.json: tokens by id,
+// merges, CONTROL for special added tokens and USER_DEFINED for the others.
+VocabSpec ggufOfJson(const std::string& name, const std::string& pre) {
+  const json j = json::parse(readFile(kSource / "tests/tokenizer/families" / (name + ".json")));
+  VocabSpec spec;
+  spec.model = "gpt2";
+  spec.pre = pre;
+  size_t n = 0;
+  for (const auto& [text, id] : j["model"]["vocab"].items()) n = std::max(n, id.get<size_t>() + 1);
+  for (const json& t : j["added_tokens"]) n = std::max(n, t["id"].get<size_t>() + 1);
+  spec.tokens.resize(n);
+  spec.types.assign(n, 1);
+  for (const auto& [text, id] : j["model"]["vocab"].items()) spec.tokens[id.get<size_t>()] = text;
+  for (const json& t : j["added_tokens"]) {
+    spec.tokens[t["id"].get<size_t>()] = t["content"].get<std::string>();
+    spec.types[t["id"].get<size_t>()] = t["special"].get<bool>() ? 3 : 4;
+  }
+  spec.merges = j["model"]["merges"].get<std::vector<std::string>>();
+  return spec;
+}
+
+std::string nfc(const std::string& text) { return tok::normalizeUnicode(text, "NFC"); }
+
+}  // namespace
+
+// Radix's ids = @huggingface/tokenizers' ids on each family's tokenizer.json (special tokens,
+// NFC, digits, whitespace runs, code, CJK and emoji).
+TEST(Tokenizer, FamiliesMatchHuggingFaceJs) {
+  struct Row {
+    std::string name;
+    std::vector<std::string> labels;
+  };
+  // SmolLM's Digits: HF's JS port splits ASCII digits only (JS \d), HF's Rust and llama.cpp every
+  // \p{N}: sample.txt's other digits would differ, so SmolLM is checked on families.txt.
+  const std::vector<Row> rows = {{"qwen2", {"sample", "families"}}, {"llama3", {"sample", "families"}},
+                                 {"gpt2", {"sample", "families"}},  {"smollm", {"families"}},
+                                 {"phi3", {"sample", "families"}},  {"gemma", {"sample", "families"}},
+                                 {"mistral", {"sample", "families"}}};
+  const std::string text = familiesText();
+  for (const Row& row : rows) {
+    for (const std::string& label : row.labels) {
+      const Expected e = expected("family-" + row.name + "-" + label);
+      if (label == "sample") checkFresh(e, "sample");
+      else EXPECT_EQ(e.text, text) << "build/npm/expected is stale: run scripts/tokenizer-data";
+      expectSameIds(family(row.name), family(row.name).encode(e.text), e.ids, row.name + " on " + label);
+    }
+  }
+}
+
+// llama.cpp's tokenizer.ggml.pre regexes give HF's ids: the GGUF vocabulary of each byte-level
+// family's tokenizer.json, under its GGUF pre name, against @huggingface/tokenizers. llama.cpp does
+// not normalize: Qwen2's GGUF encodes NFC text as HF does the raw text.
+TEST(Tokenizer, GgufPreTypesMatchHuggingFaceJs) {
+  struct Row {
+    std::string family, pre;
+    bool nfc;
+  };
+  const std::vector<Row> rows = {{"qwen2", "qwen2", true},   {"llama3", "llama-bpe", false}, {"llama3", "llama3", false},
+                                 {"gpt2", "gpt-2", false},   {"gpt2", "gpt2", false},       {"smollm", "smollm", false},
+                                 {"qwen2", "deepseek-r1-qwen", true}, {"smollm", "starcoder", false}};
+  for (const Row& row : rows) {
+    const Tokenizer tok = Tokenizer::fromVocab(ggufOfJson(row.family, row.pre));
+    const Expected e = expected("family-" + row.family + "-families");
+    expectSameIds(tok, tok.encode(row.nfc ? nfc(e.text) : e.text), e.ids, row.family + " as GGUF pre " + row.pre);
+  }
+}
+
+// Every pre-tokenizer name compiles and keeps every byte of the text (decode(encode(x)) == x),
+// and the families' regexes cut as llama.cpp's do.
+TEST(Tokenizer, GgufPreTypesAll) {
+  VocabSpec spec = ggufOfJson("gpt2", "");
+  const std::string text = readFile(kSource / "tests/tokenizer/sample.txt") + familiesText();
+  std::vector<std::string> names;
+  for (size_t begin = 0, comma; begin <= tok::preTypeNames().size(); begin = comma + 2) {
+    comma = tok::preTypeNames().find(", ", begin);
+    if (comma == std::string::npos) comma = tok::preTypeNames().size();
+    names.push_back(tok::preTypeNames().substr(begin, comma - begin));
+  }
+  for (const char* name : {"gpt-2", "gpt2", "llama-bpe", "llama3", "qwen2", "smollm", "phi-2", "deepseek-llm", "deepseek-coder",
+                           "tekken", "starcoder", "falcon", "stablelm2", "command-r", "olmo", "dbrx", "refact", "default", "mpt"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  for (const std::string& name : names) {
+    spec.pre = name;
+    const Tokenizer tok = Tokenizer::fromVocab(spec);
+    EXPECT_EQ(tok.decode(tok.encode(text, {.parseSpecial = false})), text) << name;
+  }
+  const auto piecesOf = [](const std::string& pre, const std::string& text) {
+    const tok::PreType* type = tok::findPreType(pre);
+    std::vector<std::pair<size_t, size_t>> pieces{{0, text.size()}}, next;
+    for (const char* pattern : type->patterns) {
+      next.clear();
+      const tok::Regex regex(pattern, pre);
+      for (auto [b, e] : pieces) regex.split(text, b, e, next);
+      pieces.swap(next);
+    }
+    Pieces out;
+    for (auto [b, e] : pieces) out.push_back(text.substr(b, e - b));
+    return out;
+  };
+  struct Row {
+    std::string pre, text;
+    Pieces pieces;
+  };
+  const std::vector<Row> rows = {
+      {"qwen2", "x 1234 IT'S", {"x", " ", "1", "2", "3", "4", " IT", "'S"}},
+      {"llama-bpe", "x 1234 IT'S", {"x", " ", "123", "4", " IT", "'S"}},
+      {"gpt-2", "x 1234 IT'S", {"x", " 1234", " IT", "'", "S"}},
+      {"smollm", "x 1234", {"x", " ", "1", "2", "3", "4"}},
+      {"deepseek-coder", "ab 12\ncd", {"ab", " ", "1", "2", "\n", "cd"}},
+      {"deepseek-llm", "ab 12 \xE4\xB8\xAD\xE6\x96\x87!", {"ab", " ", "12", " ", "\xE4\xB8\xAD\xE6\x96\x87", "!"}},
+      // DeepSeek's letters: not U+00D7 (its class holds U+212A-U+212D, not U+004B-U+212D).
+      {"deepseek-llm", "\xC3\xA9\xC3\x97\xC3\xAB", {"\xC3\xA9", "\xC3\x97", "\xC3\xAB"}},
+      {"default", "a+b 1234", {"a", "+", "b", " ", "123", "4"}},
+      {"tekken", "HelloWorld x", {"Hello", "World", " x"}},
+  };
+  for (const Row& row : rows) EXPECT_EQ(piecesOf(row.pre, row.text), row.pieces) << row.pre << ": " << row.text;
+}
+
+// Added tokens are matched whole (leftmost, longest first), with HF's lstrip / rstrip /
+// single_word flags; parseSpecial false leaves special tokens to the model but still matches
+// non-special (user-defined) ones, as llama.cpp's parse_special does.
+TEST(Tokenizer, SpecialTokens) {
+  const std::string tokens =
+      R"({"id":7,"content":"<|a|>","special":true},{"id":8,"content":"<|a|>b","special":true},)"
+      R"({"id":9,"content":"<x>","special":false},{"id":10,"content":"<l>","lstrip":true,"special":true},)"
+      R"({"id":11,"content":"<r>","rstrip":true,"special":true},{"id":12,"content":"ab","single_word":true,"special":false})";
+  const Tokenizer tok = Tokenizer::fromJson(
+      R"({"version":"1.0","added_tokens":[)" + tokens +
+          R"(],"pre_tokenizer":null,"model":{"type":"BPE","vocab":{"a":0,"b":1," ":2,"<":3,">":4,"|":5,"x":6,"l":13,"r":14},"merges":[]}})",
+      "t.json");
+  struct Row {
+    std::string text;
+    bool parseSpecial;
+    std::vector<int32_t> ids;
+  };
+  const std::vector<Row> rows = {
+      {"a<|a|>a", true, {0, 7, 0}},
+      {"<|a|>b<|a|>", true, {8, 7}},           // the longest token at the leftmost match
+      {"a<|a|>a", false, {0, 3, 5, 0, 5, 4, 0}},  // special tokens as plain text
+      {"<x>a", false, {9, 0}},                    // user-defined tokens either way
+      {"a  <l>  b", true, {0, 10, 2, 2, 1}},      // lstrip swallows the spaces before
+      {"a  <r>  b", true, {0, 2, 2, 11, 1}},      // rstrip the spaces after
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(tok.encode(row.text, {.parseSpecial = row.parseSpecial}), row.ids) << printable(row.text);
+  }
+  // single_word: "ab" alone is the added token; inside "xab" it is plain text.
+  EXPECT_EQ(tok.encode("ab xab"), (std::vector<int32_t>{12, 2, 6, 0, 1}));
+  EXPECT_EQ(tok.encode("ab<x>"), (std::vector<int32_t>{12, 9}));
+  EXPECT_EQ(tok.encode("xab"), (std::vector<int32_t>{6, 0, 1}));
+  // BOS first on request; special tokens decode to nothing, user-defined ones to their text.
+  EXPECT_EQ(errorOf([&] { tok.encode("a", {.addBos = true}); }), "[tokenizer] encode: addBos is set but the vocabulary has no BOS token");
+  EXPECT_EQ(tok.decode(tok.encode("a<|a|><x>")), "a<x>");
+}
+
+// BOS wanted or not, and the end-of-generation set, from each source.
+TEST(Tokenizer, AddBosAndEog) {
+  struct Row {
+    std::string family;
+    bool addBos;
+    std::vector<std::string> bosEos;  // bos, eos spellings ("" for none)
+    std::vector<std::string> eog;
+  };
+  const std::vector<Row> rows = {
+      {"qwen2", false, {"<|endoftext|>", "<|endoftext|>"}, {"<|endoftext|>", "<|im_end|>"}},
+      {"llama3", true, {"<|begin_of_text|>", "<|end_of_text|>"}, {"<|end_of_text|>", "<|eot_id|>"}},
+      {"gpt2", false, {"<|endoftext|>", "<|endoftext|>"}, {"<|endoftext|>"}},
+      {"phi3", true, {"<s>", "<|endoftext|>"}, {"<|endoftext|>", "<|end|>"}},
+      {"gemma", true, {"<bos>", "<eos>"}, {"<eos>", "<end_of_turn>"}},
+      {"mistral", true, {"<s>", "</s>"}, {"</s>"}},
+  };
+  for (const Row& row : rows) {
+    const Tokenizer& tok = family(row.family);
+    EXPECT_EQ(tok.addBos(), row.addBos) << row.family;
+    EXPECT_EQ(tok.bos(), tok.tokenId(row.bosEos[0])) << row.family;
+    EXPECT_EQ(tok.eos(), tok.tokenId(row.bosEos[1])) << row.family;
+    std::vector<int32_t> eog;
+    for (const std::string& text : row.eog) eog.push_back(tok.tokenId(text));
+    std::sort(eog.begin(), eog.end());
+    EXPECT_EQ(tok.eogIds(), eog) << row.family;
+    for (int32_t id : eog) EXPECT_TRUE(tok.isEog(id)) << row.family;
+    EXPECT_FALSE(tok.isEog(0)) << row.family;
+    if (row.addBos) EXPECT_EQ(tok.encode("a", {.addBos = true}).front(), tok.bos()) << row.family;
+  }
+  // GGUF: llama.cpp's defaults by model and pre-tokenizer, then tokenizer.ggml.add_bos_token; eot / eom ids.
+  VocabSpec spec = ggufOfJson("llama3", "llama-bpe");
+  spec.bos = 0;
+  EXPECT_TRUE(Tokenizer::fromVocab(spec).addBos());
+  spec.addBos = false;
+  EXPECT_FALSE(Tokenizer::fromVocab(spec).addBos());
+  spec.pre = "qwen2";
+  spec.addBos.reset();
+  EXPECT_FALSE(Tokenizer::fromVocab(spec).addBos());
+  spec.eos = 5;
+  spec.eot = 7;
+  spec.eom = 9;
+  const Tokenizer gguf = Tokenizer::fromVocab(spec);
+  const int32_t eot = gguf.tokenId("<|eot_id|>"), end = gguf.tokenId("<|end_of_text|>");
+  std::vector<int32_t> want = {5, 7, 9, eot, end};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(gguf.eogIds(), want);
+  // An HF folder: tokenizer_config.json's add_bos_token and eos_token, generation_config.json's eos ids.
+  const fs::path dir = fs::temp_directory_path() / ("radix-tok-config-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(kSource / "tests/tokenizer/families/qwen2.json", dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"add_bos_token": true, "bos_token": null, "eos_token": "<|im_end|>"})";
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [7, 8]})";
+  const Tokenizer folder = Tokenizer::fromFile(dir.string());
+  EXPECT_TRUE(folder.addBos());
+  EXPECT_EQ(folder.eos(), folder.tokenId("<|im_end|>"));
+  want = {7, 8, folder.tokenId("<|endoftext|>"), folder.tokenId("<|im_end|>")};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(folder.eogIds(), want);
+  fs::remove_all(dir);
+}
+
+// HF's Split behaviors (the SplitDelimiterBehavior docs' example), invert, and Digits.
+TEST(Tokenizer, SplitBehaviors) {
+  using B = tok::SplitBehavior;
+  struct Row {
+    std::string pattern;
+    B behavior;
+    bool invert;
+    std::string text;
+    Pieces pieces;
+  };
+  const std::vector<Row> rows = {
+      {"-", B::removed, false, "the-final--countdown", {"the", "final", "countdown"}},
+      {"-", B::isolated, false, "the-final--countdown", {"the", "-", "final", "-", "-", "countdown"}},
+      {"-", B::mergedWithPrevious, false, "the-final--countdown", {"the-", "final-", "-", "countdown"}},
+      {"-", B::mergedWithNext, false, "the-final--countdown", {"the", "-final", "-", "-countdown"}},
+      {"-", B::contiguous, false, "the-final--countdown", {"the", "-", "final", "--", "countdown"}},
+      {"-", B::removed, false, "-a-", {"a"}},
+      {"-", B::mergedWithNext, false, "-a-", {"-a", "-"}},
+      {"-", B::mergedWithPrevious, false, "-a-", {"-", "a-"}},
+      // invert: the matches are the pieces kept, the rest the delimiters.
+      {"[a-z]+", B::removed, true, "ab, cd!", {"ab", "cd"}},
+      {"[a-z]+", B::mergedWithPrevious, true, "ab, cd!", {"ab, ", "cd!"}},
+      {R"(\p{N})", B::isolated, false, "a12b", {"a", "1", "2", "b"}},
+  };
+  for (const Row& row : rows) {
+    const tok::Regex regex(row.pattern, "test");
+    tok::Regex::Scratch scratch(regex);
+    std::vector<std::pair<size_t, size_t>> ranges;
+    tok::splitPieces(regex, {row.pattern, row.behavior, row.invert}, row.text, 0, row.text.size(), ranges, scratch);
+    Pieces out;
+    for (auto [b, e] : ranges) out.push_back(row.text.substr(b, e - b));
+    EXPECT_EQ(out, row.pieces) << row.pattern << " on " << row.text << " (behavior " << static_cast<int>(row.behavior) << ")";
+  }
+  // A tokenizer.json with such a Sequence and Digits (ids by hand: HF's JS port lacks these behaviors).
+  const Tokenizer tok = Tokenizer::fromJson(tinyJson(R"({"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"1":3,"2":4,"-":5,"12":6},"merges":["a b","1 2"]})",
+                                                     R"({"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},)"
+                                                     R"({"type":"Split","pattern":{"String":"-"},"behavior":"Removed","invert":false}]})"),
+                                            "t.json");
+  EXPECT_EQ(tok.encode("ab-12-ab"), (std::vector<int32_t>{2, 3, 4, 2}));
+  // Metaspace's split (HF's JS port ignores it): a word starts at each marker, as MergedWithNext.
+  const std::string metaspace = R"({"type":"BPE","vocab":{"▁":0,"a":1,"b":2,"▁a":3,"▁b":4,"▁▁":5},"merges":["▁ ▁","▁ a","▁ b"]})";
+  for (const auto& [split, ids] : {std::pair{"true", std::vector<int32_t>{3, 0, 4}}, {"false", std::vector<int32_t>{3, 5, 2}}})
+    EXPECT_EQ(Tokenizer::fromJson(tinyJson(metaspace, std::string(R"({"type":"Metaspace","replacement":"▁","prepend_scheme":"always","split":)") + split + "}"),
+                                  "t.json")
+                  .encode("a  b"),
+              ids)
+        << "split " << split;
+  EXPECT_EQ(errorOf([] { Tokenizer::fromJson(tinyJson(kTinyModel, R"({"type":"Digits","individual_digits":1})"), "t.json"); }),
+            "[tokenizer] t.json: pre_tokenizer.individual_digits is number, expected a boolean");
+}
+
+TEST(Tokenizer, UnicodeNormalization) {
+  struct Row {
+    std::string form, text, want;
+  };
+  const std::vector<Row> rows = {
+      {"NFC", "Cafe\xCC\x81", "Caf\xC3\xA9"},
+      {"NFD", "Caf\xC3\xA9", "Cafe\xCC\x81"},
+      {"NFKC", "\xEF\xAC\x81 \xE2\x91\xA0", "fi 1"},          // ﬁ ①
+      {"NFKD", "\xC3\xA9\xEF\xAC\x81", "e\xCC\x81" "fi"},
+      {"NFC", "\xFF" "e\xCC\x81\xE4\xBD", "\xFF\xC3\xA9\xE4\xBD"},  // invalid bytes stay, valid runs around them are normalized
+      {"NFC", "plain ascii", "plain ascii"},
+  };
+  for (const Row& row : rows) EXPECT_EQ(tok::normalizeUnicode(row.text, row.form), row.want) << row.form << ": " << printable(row.text);
+  // Qwen2's NFC: composed and decomposed spellings encode alike.
+  EXPECT_EQ(family("qwen2").encode("Cafe\xCC\x81"), family("qwen2").encode("Caf\xC3\xA9"));
+  EXPECT_NE(family("llama3").encode("Cafe\xCC\x81"), family("llama3").encode("Caf\xC3\xA9"));
 }

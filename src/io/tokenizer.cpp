@@ -101,7 +101,7 @@ bool readPreTokenizer(const json& pre, tok::BpeSpec& spec, const std::string& or
   const std::string type = getString(pre, "type", origin, path);
   if (type == "ByteLevel") {
     spec.addPrefixSpace = getBool(pre, "add_prefix_space", false, origin, path);
-    if (getBool(pre, "use_regex", true, origin, path)) spec.patterns.push_back(tok::kGpt2Pattern);
+    if (getBool(pre, "use_regex", true, origin, path)) spec.splits.push_back({tok::kGpt2Pattern});
     return true;
   }
   if (type == "Sequence") {
@@ -121,10 +121,21 @@ bool readPreTokenizer(const json& pre, tok::BpeSpec& spec, const std::string& or
     else if (pattern->contains("String")) regex = quoteRegex(getString(*pattern, "String", origin, path + ".pattern"));
     else fail("[tokenizer] " + origin + ": " + path + ".pattern has neither Regex nor String");
     const std::string behavior = getString(pre, "behavior", origin, path);
-    if (behavior != "Isolated")
-      fail("[tokenizer] " + origin + ": " + path + ".behavior \"" + behavior + "\" is not supported (only Isolated)");
-    if (getBool(pre, "invert", false, origin, path)) fail("[tokenizer] " + origin + ": " + path + ".invert true is not supported");
-    spec.patterns.push_back(regex);
+    static const std::pair<const char*, tok::SplitBehavior> kBehaviors[] = {
+        {"Isolated", tok::SplitBehavior::isolated},
+        {"Removed", tok::SplitBehavior::removed},
+        {"MergedWithPrevious", tok::SplitBehavior::mergedWithPrevious},
+        {"MergedWithNext", tok::SplitBehavior::mergedWithNext},
+        {"Contiguous", tok::SplitBehavior::contiguous}};
+    const auto found = std::find_if(std::begin(kBehaviors), std::end(kBehaviors), [&](const auto& b) { return behavior == b.first; });
+    if (found == std::end(kBehaviors))
+      fail("[tokenizer] " + origin + ": " + path + ".behavior \"" + behavior +
+           "\" is not one of Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous");
+    spec.splits.push_back({regex, found->second, getBool(pre, "invert", false, origin, path)});
+    return false;
+  }
+  if (type == "Digits") {
+    spec.splits.push_back({getBool(pre, "individual_digits", false, origin, path) ? R"(\p{N})" : R"(\p{N}+)"});
     return false;
   }
   if (type == "Metaspace") {
@@ -140,11 +151,11 @@ bool readPreTokenizer(const json& pre, tok::BpeSpec& spec, const std::string& or
     spec.splitOnSpace = getBool(pre, "split", true, origin, path);
     return false;
   }
-  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (ByteLevel, Split, Metaspace, Sequence)");
+  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (ByteLevel, Split, Digits, Metaspace, Sequence)");
 }
 
-// The normalizers of SentencePiece-style tokenizer.json files (Llama 2): Prepend("▁") and
-// Replace(" " -> "▁"), alone or in a Sequence.
+// Normalizers: NFC / NFD / NFKC / NFKD (Qwen2), and those of SentencePiece-style tokenizer.json
+// files (Llama 2, Gemma): Prepend("▁") and Replace(" " -> "▁"); alone or in a Sequence.
 void readNormalizer(const json& n, tok::BpeSpec& spec, const std::string& origin, const std::string& path, int depth = 0) {
   if (!n.is_object()) fail("[tokenizer] " + origin + ": " + path + " is " + typeOf(n) + ", expected an object");
   if (depth > 8) fail("[tokenizer] " + origin + ": " + path + " nests Sequences too deeply");
@@ -155,6 +166,11 @@ void readNormalizer(const json& n, tok::BpeSpec& spec, const std::string& origin
     for (size_t i = 0; i < it->size(); ++i) readNormalizer((*it)[i], spec, origin, path + ".normalizers[" + std::to_string(i) + "]", depth + 1);
     return;
   }
+  if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+    spec.forms.push_back(type);
+    return;
+  }
+  if (spec.byteLevel) fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" with a ByteLevel pre-tokenizer is not supported");
   if (type == "Prepend") {
     spec.prepend = getString(n, "prepend", origin, path);
     spec.prependAlways = true;
@@ -168,18 +184,18 @@ void readNormalizer(const json& n, tok::BpeSpec& spec, const std::string& origin
     spec.space = getString(n, "content", origin, path);
     return;
   }
-  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (Prepend, Replace, Sequence)");
+  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (NFC, NFD, NFKC, NFKD, Prepend, Replace, Sequence)");
 }
 
-// BOS/EOS by the spellings GPT-2, Llama 3 and SentencePiece vocabularies use.
+// BOS/EOS by the spellings GPT-2, Llama 3, SentencePiece and Gemma vocabularies use.
 void guessBosEos(Tokenizer::Impl& impl) {
   const auto find = [&](const char* text) {
     auto it = impl.ids.find(text);
     return it == impl.ids.end() ? -1 : it->second;
   };
-  for (const char* text : {"<|endoftext|>", "<|begin_of_text|>", "<s>"})
+  for (const char* text : {"<|endoftext|>", "<|begin_of_text|>", "<s>", "<bos>"})
     if (impl.bos < 0) impl.bos = find(text);
-  for (const char* text : {"<|endoftext|>", "<|end_of_text|>", "</s>"})
+  for (const char* text : {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"})
     if (impl.eos < 0) impl.eos = find(text);
 }
 
@@ -329,10 +345,7 @@ std::shared_ptr<Tokenizer::Impl> loadJson(std::string_view text, const std::stri
   const auto pre = root.find("pre_tokenizer");
   spec.byteLevel = pre != root.end() && !pre->is_null() && readPreTokenizer(*pre, spec, origin, "pre_tokenizer");
   auto normalizer = root.find("normalizer");
-  if (normalizer != root.end() && !normalizer->is_null()) {
-    if (spec.byteLevel) fail("[tokenizer] " + origin + ": a normalizer with a ByteLevel pre-tokenizer is not supported");
-    readNormalizer(*normalizer, spec, origin, "normalizer");
-  }
+  if (normalizer != root.end() && !normalizer->is_null()) readNormalizer(*normalizer, spec, origin, "normalizer");
   spec.byteFallback = getBool(*model, "byte_fallback", false, origin, "model");
   spec.fuseUnk = getBool(*model, "fuse_unk", false, origin, "model");
   if (auto unk = model->find("unk_token"); unk != model->end() && unk->is_string()) {
@@ -368,7 +381,7 @@ std::shared_ptr<Tokenizer::Impl> loadVocabMerges(std::string_view vocabJson, std
     if (line.empty() || (lineNo == 1 && line.starts_with("#version"))) continue;
     spec.merges.push_back(splitMerge(line, mergesOrigin, "line " + std::to_string(lineNo)));
   }
-  spec.patterns.push_back(tok::kGpt2Pattern);
+  spec.splits.push_back({tok::kGpt2Pattern});
   spec.origin = vocabOrigin + " + " + mergesOrigin;
   auto impl = tok::makeBpe(std::move(spec));
   guessBosEos(*impl);
@@ -503,7 +516,7 @@ Tokenizer Tokenizer::fromVocab(const VocabSpec& spec) {
       bpe.merges.push_back(splitMerge(spec.merges[i], origin, "merges[" + std::to_string(i) + "]"));
     const tok::PreType* pre = tok::findPreType(spec.pre);
     if (!pre) fail("[tokenizer] " + origin + ".pre \"" + spec.pre + "\" is not supported (" + tok::preTypeNames() + ")");
-    bpe.patterns.assign(pre->patterns.begin(), pre->patterns.end());
+    for (const char* pattern : pre->patterns) bpe.splits.push_back({pattern});
     bpe.ignoreMerges = pre->ignoreMerges;
     addBos = pre->addBos;
     bpe.unk = spec.unk;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -99,6 +100,9 @@ class Regex {
   /// behavior Isolated: every match, and every gap between matches, is a piece.
   void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces,
              Scratch& scratch) const;
+  /// The matches and the gaps between them in order, each marked (true for a match).
+  void find(std::string_view text, size_t begin, size_t end, std::vector<std::tuple<size_t, size_t, bool>>& segments,
+            Scratch& scratch) const;
   /// The same with a scratch of its own.
   void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const {
     Scratch scratch(*this);
@@ -123,6 +127,21 @@ const PreType* findPreType(std::string_view name);
 /// The known names, comma-separated, for errors.
 std::string preTypeNames();
 
+/// HF's Split pre-tokenizer: a regex, what becomes of its matches, and whether the matches are
+/// the gaps instead (invert).
+enum class SplitBehavior { isolated, removed, mergedWithPrevious, mergedWithNext, contiguous };
+struct SplitSpec {
+  std::string pattern;
+  SplitBehavior behavior = SplitBehavior::isolated;
+  bool invert = false;
+};
+/// Appends to `pieces` the pieces of text[begin, end) cut by `regex` as HF's Split does.
+void splitPieces(const Regex& regex, const SplitSpec& split, std::string_view text, size_t begin, size_t end,
+                 std::vector<std::pair<size_t, size_t>>& pieces, Regex::Scratch& scratch);
+
+/// Unicode normalization of valid UTF-8 runs ("NFC", "NFD", "NFKC", "NFKD"); invalid bytes stay.
+std::string normalizeUnicode(std::string_view text, std::string_view form);
+
 /// BPE by merge ranks, as tokenizer.json / GGUF describe it: byte-level (GPT-2, Llama 3), or
 /// SentencePiece-style over characters with <0xNN> byte fallback (HF's Llama 2 tokenizer.json).
 struct BpeSpec {
@@ -130,7 +149,8 @@ struct BpeSpec {
   std::vector<std::string> texts;            // id -> spelling ("" for holes)
   std::vector<bool> control;                 // id -> decodes to nothing (may be shorter than texts)
   std::vector<std::pair<std::string, std::string>> merges;  // by rank
-  std::vector<std::string> patterns;         // Split regexes applied in sequence
+  std::vector<SplitSpec> splits;             // Split pre-tokenizers applied in sequence
+  std::vector<std::string> forms;            // Unicode normalizations applied first, in order
   bool ignoreMerges = false;                 // a whole word found in the vocabulary is one token
   bool addPrefixSpace = false;
   int32_t unk = -1;
