@@ -11,7 +11,10 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
+#include <functional>
 #include <map>
+#include <set>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -21,6 +24,7 @@
 
 #include "gtest/gtest.h"
 #include "io/tokenizer_internal.h"
+#include "models_testing.h"
 #include "tokenizer/llama2_vocab.h"
 
 using namespace radix;
@@ -1152,4 +1156,207 @@ TEST(Tokenizer, UnicodeNormalization) {
   // Qwen2's NFC: composed and decomposed spellings encode alike.
   EXPECT_EQ(family("qwen2").encode("Cafe\xCC\x81"), family("qwen2").encode("Caf\xC3\xA9"));
   EXPECT_NE(family("llama3").encode("Cafe\xCC\x81"), family("llama3").encode("Caf\xC3\xA9"));
+}
+
+// ---- GGUF files Radix writes, read back through llama.cpp's loader rules ----
+
+namespace {
+
+// A GGUF key as stored: its type (and an array's element type and length), and the values of
+// strings, string arrays and integer scalars / arrays. Read here byte by byte, apart from Radix's
+// reader, as llama.cpp's gguf.cpp does.
+struct RawValue {
+  uint32_t type = 0, elem = 0;
+  uint64_t count = 0;
+  std::string text;
+  std::vector<std::string> texts;
+  std::vector<int64_t> ints;
+};
+
+std::map<std::string, RawValue> rawGgufMetadata(const std::string& bytes) {
+  size_t at = 0;
+  const auto take = [&](size_t n) {
+    if (at + n > bytes.size()) throw std::runtime_error("truncated GGUF");
+    const size_t from = at;
+    at += n;
+    return std::string_view(bytes).substr(from, n);
+  };
+  const auto u = [&](size_t n) {
+    uint64_t v = 0;
+    std::memcpy(&v, take(n).data(), n);
+    return v;
+  };
+  const auto str = [&] { return std::string(take(u(8))); };
+  static const size_t kSize[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+  std::function<void(uint32_t, RawValue&, bool)> value = [&](uint32_t type, RawValue& out, bool element) {
+    if (type == 8) {
+      (element ? out.texts.emplace_back() : out.text) = str();
+    } else if (type == 9) {
+      out.elem = static_cast<uint32_t>(u(4));
+      out.count = u(8);
+      for (uint64_t i = 0; i < out.count; ++i) {
+        if (out.elem == 9) throw std::runtime_error("nested arrays are not tokenizer metadata");
+        value(out.elem, out, true);
+      }
+    } else if (type < 13) {
+      const uint64_t v = u(kSize[type]);
+      const bool isSigned = type == 1 || type == 3 || type == 5 || type == 11;
+      const int64_t s = isSigned && kSize[type] < 8 && (v >> (8 * kSize[type] - 1)) ? static_cast<int64_t>(v - (uint64_t{1} << (8 * kSize[type]))) : static_cast<int64_t>(v);
+      out.ints.push_back(s);
+    } else {
+      throw std::runtime_error("bad GGUF value type " + std::to_string(type));
+    }
+  };
+  if (take(4) != "GGUF") throw std::runtime_error("not GGUF");
+  const uint32_t version = static_cast<uint32_t>(u(4));
+  if (version != 3) throw std::runtime_error("GGUF version " + std::to_string(version) + " (llama.cpp writes 3)");
+  u(8);  // tensors
+  const uint64_t keys = u(8);
+  std::map<std::string, RawValue> out;
+  for (uint64_t k = 0; k < keys; ++k) {
+    const std::string key = str();
+    RawValue v;
+    v.type = static_cast<uint32_t>(u(4));
+    value(v.type, v, false);
+    if (!out.emplace(key, std::move(v)).second) throw std::runtime_error("duplicate key " + key);
+  }
+  return out;
+}
+
+// The problems llama.cpp's loader (src/llama-vocab.cpp llama_vocab::impl::load, and
+// llama-model-loader's typed get_key, which refuses a key of another GGUF type) would have with a
+// file's tokenizer metadata; empty when it loads:
+//  - tokenizer.ggml.model: STRING, one of the models it knows (Radix writes gpt2 and llama);
+//  - gpt2 (BPE): tokenizer.ggml.merges, an array of STRING "a b" (split at the first space after
+//    byte 0), and tokenizer.ggml.pre a STRING of its accepted spellings ("gpt-2", not "gpt2");
+//  - tokenizer.ggml.tokens: an array of STRING, no duplicates ("duplicate token in vocabulary");
+//  - tokenizer.ggml.scores: an array of FLOAT32 (or INT32), at least one per token;
+//  - tokenizer.ggml.token_type: an array of INT32, at least one per token, types 0..6;
+//  - tokenizer.ggml.{bos,eos,unknown,eot,eom,padding,seperator}_token_id: UINT32 below the token
+//    count (llama.cpp warns and ignores others; Radix treats them as errors);
+//  - tokenizer.ggml.add_bos_token / add_eos_token / add_space_prefix: BOOL;
+//  - tokenizer.chat_template and general.architecture: STRING.
+std::vector<std::string> llamaCppVocabProblems(const std::map<std::string, RawValue>& meta) {
+  constexpr uint32_t kUint32 = 4, kInt32 = 5, kFloat32 = 6, kBool = 7, kString = 8, kArray = 9;
+  static const std::set<std::string> kModels = {"no_vocab", "none", "llama", "bert", "gpt2", "t5", "rwkv", "plamo2", "gemma4"};
+  // llama.cpp's accepted tokenizer.ggml.pre spellings for BPE (a selection of its list).
+  static const std::set<std::string> kPre = {
+      "default", "llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "deepseek-llm", "deepseek-coder", "deepseek-v3",
+      "falcon", "mpt", "starcoder", "gpt-2", "phi-2", "refact", "command-r", "qwen2", "qwen35", "stablelm2", "olmo",
+      "dbrx", "smaug-bpe", "poro-chat", "chatglm-bpe", "glm4", "viking", "jais", "tekken", "smollm", "codeshell", "bloom",
+      "gpt3-finnish", "exaone", "chameleon", "minerva-7b", "megrez", "gpt-4o", "llama4", "seed-coder", "trillion"};
+  std::vector<std::string> problems;
+  const auto find = [&](const std::string& key) -> const RawValue* {
+    auto it = meta.find(key);
+    return it == meta.end() ? nullptr : &it->second;
+  };
+  const auto isString = [&](const std::string& key) {
+    const RawValue* v = find(key);
+    if (v && v->type != kString) problems.push_back(key + " is GGUF type " + std::to_string(v->type) + ", not STRING");
+    return v && v->type == kString;
+  };
+  if (!find("general.architecture")) problems.push_back("general.architecture is missing");
+  isString("general.architecture");
+  const RawValue* model = find("tokenizer.ggml.model");
+  if (!model) return {"tokenizer.ggml.model is missing"};
+  if (!isString("tokenizer.ggml.model")) return problems;
+  if (!kModels.count(model->text)) problems.push_back("unknown tokenizer: '" + model->text + "'");
+  const RawValue* tokens = find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != kArray || tokens->elem != kString) return {"tokenizer.ggml.tokens is missing or not an array of STRING"};
+  const uint64_t n = tokens->count;
+  std::set<std::string> seen;
+  for (const std::string& t : tokens->texts)
+    if (!seen.insert(t).second) problems.push_back("duplicate token in vocabulary: '" + t + "'");
+  if (model->text == "gpt2") {
+    const RawValue* pre = find("tokenizer.ggml.pre");
+    if (!pre) problems.push_back("tokenizer.ggml.pre is missing (llama.cpp falls back to 'default', degrading quality)");
+    else if (isString("tokenizer.ggml.pre") && !kPre.count(pre->text)) problems.push_back("unknown pre-tokenizer type: '" + pre->text + "'");
+    const RawValue* merges = find("tokenizer.ggml.merges");
+    if (!merges) problems.push_back("cannot find tokenizer merges in model file");
+    else if (merges->type != kArray || merges->elem != kString) problems.push_back("invalid gguf type for tokenizer.ggml.merges");
+    else
+      for (const std::string& m : merges->texts) {
+        const size_t space = m.find(' ', 1);
+        if (space == std::string::npos || space + 1 >= m.size() || !seen.count(m.substr(0, space)) || !seen.count(m.substr(space + 1)) ||
+            !seen.count(m.substr(0, space) + m.substr(space + 1)))
+          problems.push_back("merge '" + m + "' does not join two tokens into a third");
+      }
+  }
+  if (const RawValue* scores = find("tokenizer.ggml.scores")) {
+    if (scores->type != kArray || (scores->elem != kFloat32 && scores->elem != kInt32)) problems.push_back("invalid gguf type for tokenizer.ggml.scores");
+    else if (scores->count < n) problems.push_back("Index out of array bounds for scores");
+  } else if (model->text == "llama") {
+    problems.push_back("tokenizer.ggml.scores is missing (every SentencePiece piece would score 0)");
+  }
+  if (const RawValue* types = find("tokenizer.ggml.token_type")) {
+    if (types->type != kArray || types->elem != kInt32) problems.push_back("invalid gguf type for tokenizer.ggml.token_type");
+    else if (types->count < n) problems.push_back("Index out of array bounds for toktypes");
+    else
+      for (int64_t t : types->ints)
+        if (t < 0 || t > 6) problems.push_back("token type " + std::to_string(t) + " is not a llama_token_type");
+  }
+  for (const char* name : {"bos", "eos", "unknown", "eot", "eom", "padding", "seperator", "mask"}) {
+    const std::string key = std::string("tokenizer.ggml.") + name + "_token_id";
+    const RawValue* v = find(key);
+    if (!v) continue;
+    if (v->type != kUint32) problems.push_back(key + " is GGUF type " + std::to_string(v->type) + ", not UINT32");
+    else if (static_cast<uint64_t>(v->ints.at(0)) >= n) problems.push_back(key + " is outside the vocabulary");
+  }
+  for (const char* key : {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_space_prefix"})
+    if (const RawValue* v = find(key); v && v->type != kBool) problems.push_back(std::string(key) + " is not BOOL");
+  isString("tokenizer.chat_template");
+  return problems;
+}
+
+}  // namespace
+
+// Each GGUF file of tools/make_test_models.py, and files written through tools/gguf_writer.py's
+// add_vocab, load in llama.cpp (the rules above) and in Radix, which reads the same vocabulary.
+TEST(ModelsGgufVocab, WrittenFilesFollowLlamaCppLoaderRules) {
+  const fs::path dir = radix::models::testing::testModels();
+  ASSERT_FALSE(dir.empty());
+  const fs::path written = dir / "tokenizer-writer";
+  fs::create_directories(written);
+  const std::string script =
+      "import sys; sys.path.insert(0, '" + (kSource / "tools").string() + "')\n"
+      "from gguf_writer import GGUFWriter, add_vocab\n"
+      "def write(name, **kw):\n"
+      "    w = GGUFWriter(); w.add('general.architecture', 'llama'); add_vocab(w, **kw); w.write('" + written.string() + "/' + name)\n"
+      "write('spm.gguf', model='llama', tokens=['<unk>', '<s>', '</s>', '\\u2581a', 'b'], scores=[0, 0, 0, -1, -2],\n"
+      "      types=[2, 3, 3, 1, 1], bos=1, eos=2, unk=0, add_bos=True, add_space_prefix=True)\n"
+      "write('llama3.gguf', model='gpt2', pre='llama-bpe', tokens=['a', 'b', 'ab', '<|eot_id|>'], merges=['a b'],\n"
+      "      types=[1, 1, 1, 3], bos=2, eos=3, chat_template='{{ messages }}')\n"
+      "try:\n"
+      "    write('bad.gguf', model='gpt2', pre='gpt2', tokens=['a'], merges=[])\n"
+      "    print('gpt2 accepted')\n"
+      "except AssertionError as e:\n"
+      "    print('refused:', e)\n";
+  std::ofstream(written / "write.py") << script;
+  const auto run = radix::models::testing::runCommand(radix::models::testing::kPython + " " + (written / "write.py").string() + " 2>&1");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("refused: tokenizer.ggml.pre 'gpt2' is not a llama.cpp spelling"), std::string::npos) << run.out;
+  std::vector<fs::path> files;
+  for (const fs::path& folder : {dir, written})
+    for (const auto& entry : fs::directory_iterator(folder))
+      if (entry.path().extension() == ".gguf") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 4u);  // gpt2-tiny, llama-tiny, spm, llama3 at least
+  for (const fs::path& file : files) {
+    SCOPED_TRACE(file.string());
+    const auto meta = rawGgufMetadata(readFile(file));
+    EXPECT_EQ(llamaCppVocabProblems(meta), std::vector<std::string>{});
+    const Tokenizer tok = Tokenizer::fromCheckpoint(io::Checkpoint::open(file.string()));
+    EXPECT_EQ(tok.vocabSize(), static_cast<int32_t>(meta.at("tokenizer.ggml.tokens").count));
+    if (const auto it = meta.find("tokenizer.ggml.add_bos_token"); it != meta.end()) EXPECT_EQ(tok.addBos(), it->second.ints.at(0) != 0);
+    if (const auto it = meta.find("tokenizer.ggml.eos_token_id"); it != meta.end()) EXPECT_TRUE(tok.isEog(static_cast<int32_t>(it->second.ints.at(0))));
+  }
+  // The rules catch what llama.cpp refuses: Radix's old spelling, wrong key types, duplicates.
+  auto meta = rawGgufMetadata(readFile(written / "llama3.gguf"));
+  meta["tokenizer.ggml.pre"].text = "gpt2";
+  meta["tokenizer.ggml.bos_token_id"].type = 5;
+  meta["tokenizer.ggml.tokens"].texts[1] = "a";
+  EXPECT_EQ(llamaCppVocabProblems(meta),
+            (std::vector<std::string>{"duplicate token in vocabulary: 'a'", "unknown pre-tokenizer type: 'gpt2'",
+                                      "merge 'a b' does not join two tokens into a third",
+                                      "tokenizer.ggml.bos_token_id is GGUF type 5, not UINT32"}));
 }
