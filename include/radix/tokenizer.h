@@ -1,10 +1,11 @@
 #pragma once
-/// Text <-> token ids for the models Radix runs: byte-level BPE (GPT-2, Llama 3) and
-/// SentencePiece (Llama 1/2).
+/// Text <-> token ids for the models Radix runs: byte-level BPE (GPT-2, Llama 3, Qwen2, SmolLM, ...)
+/// and SentencePiece (Llama 1/2, Phi-3, Gemma, Mistral).
 ///
-/// Byte-level BPE is read from Hugging Face `tokenizer.json`, from GPT-2's `vocab.json` +
-/// `merges.txt`, or from GGUF metadata (VocabSpec). Text is split by the pre-tokenizer regex
-/// first; the regexes run on PCRE2 (8-bit, UTF + UCP, JIT), because they need both Unicode
+/// Byte-level BPE is read from Hugging Face `tokenizer.json` (NFC/NFD/NFKC/NFKD normalizers; Split,
+/// ByteLevel, Digits pre-tokenizers), from GPT-2's `vocab.json` + `merges.txt`, or from GGUF
+/// metadata (VocabSpec; every tokenizer.ggml.pre llama.cpp accepts for these families, with
+/// llama.cpp's regexes). Text is split by the pre-tokenizer regexes first; the regexes run on PCRE2 (8-bit, UTF + UCP, JIT), because they need both Unicode
 /// properties (`\p{L}`, `\p{N}`: std::regex has none) and lookahead (`\s+(?!\S)`: RE2 has none).
 /// `\s` is rewritten to Oniguruma's Unicode White_Space set (HF's regex engine; PCRE2's `\s`
 /// lacks U+0085), so the pieces are those of HF `tokenizers`. Invalid UTF-8 is never rejected:
@@ -42,7 +43,7 @@ class Checkpoint;
 /// VocabSpec{.model = "gpt2", .pre = "gpt2", .tokens = {...}, .merges = {"Ġ t", ...}}
 struct VocabSpec {
   std::string model;                 // "gpt2" (byte-level BPE) or "llama" (SentencePiece)
-  std::string pre;                   // tokenizer.ggml.pre: "gpt2", "llama-bpe" (Llama 3), "default", ...
+  std::string pre;                   // tokenizer.ggml.pre: "gpt-2", "llama-bpe" (Llama 3), "qwen2", "smollm", "default", ...
   std::vector<std::string> tokens;
   std::vector<float> scores;         // SentencePiece scores (may be empty for BPE)
   std::vector<int32_t> types;        // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte
@@ -80,12 +81,14 @@ class Tokenizer {
   /// GPT-2's vocab.json (or encoder.json) + merges.txt (or vocab.bpe) texts.
   /// Tokenizer::fromVocabMerges(encoderJson, vocabBpe).encode(" the") -> {262}
   static Tokenizer fromVocabMerges(std::string_view vocabJson, std::string_view mergesText);
-  /// GGUF metadata: model "gpt2" (byte-level BPE; pre "gpt2", "llama-bpe", ...) or "llama"
-  /// (SentencePiece by scores). Tokenizer::fromVocab(spec).encode("Hi") -> {...}
+  /// GGUF metadata: model "gpt2" (byte-level BPE; pre "gpt-2", "llama-bpe", "qwen2", ...: an
+  /// unknown one is an error listing the supported names) or "llama" (SentencePiece by scores).
+  /// Tokenizer::fromVocab(spec).encode("Hi") -> {...}
   static Tokenizer fromVocab(const VocabSpec& spec);
   /// The vocabulary of a GGUF checkpoint's metadata: tokenizer.ggml.model, .pre, .tokens,
   /// .scores, .token_type, .merges, .bos_token_id, .eos_token_id, .unknown_token_id,
-  /// .add_space_prefix. [tokenizer] error naming a missing key.
+  /// .eot_token_id, .eom_token_id, .add_bos_token, .add_space_prefix. [tokenizer] error naming a
+  /// missing key.
   /// Tokenizer::ggufVocab(io::Checkpoint::open("model.gguf")).model -> "llama"
   static VocabSpec ggufVocab(const io::Checkpoint& checkpoint);
   /// A checkpoint's tokenizer: its GGUF metadata for GGUF files, else the tokenizer files of its
