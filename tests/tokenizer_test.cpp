@@ -11,13 +11,20 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 #include "gtest/gtest.h"
 #include "io/tokenizer_internal.h"
+#include "models_testing.h"
 #include "tokenizer/llama2_vocab.h"
 
 using namespace radix;
@@ -473,20 +480,21 @@ TEST(Tokenizer, Errors) {
       {tinyJson(R"({"type":"BPE","vocab":{"a":0},"merges":[],"continuing_subword_prefix":"##"})"),
        "[tokenizer] t.json: model.continuing_subword_prefix is not supported"},
       {tinyJson(kTinyModel, R"({"type":"Whitespace"})"),
-       "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported (ByteLevel, Split, Metaspace, Sequence)"},
-      {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"}]},)"),
-       "[tokenizer] t.json: normalizer.normalizers[0].type \"NFC\" is not supported (Prepend, Replace, Sequence)"},
+       "[tokenizer] t.json: pre_tokenizer.type \"Whitespace\" is not supported (ByteLevel, Split, Digits, Metaspace, Sequence)"},
+      {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Sequence","normalizers":[{"type":"NFC"},{"type":"Lowercase"}]},)"),
+       "[tokenizer] t.json: normalizer.normalizers[1].type \"Lowercase\" is not supported (NFC, NFD, NFKC, NFKD, Prepend, Replace, Sequence)"},
       {tinyJson(kTinyModel, "null", R"("normalizer":{"type":"Replace","pattern":{"Regex":"\\s"},"content":"_"},)"),
        "[tokenizer] t.json: normalizer: only Replace of the String \" \" is supported"},
       {tinyJson(kTinyModel, R"({"type":"Metaspace","replacement":"_","prepend_scheme":"sometimes"})"),
        "[tokenizer] t.json: pre_tokenizer.prepend_scheme \"sometimes\" is not one of always, first, never"},
       {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"(a"},"behavior":"Isolated"},{"type":"ByteLevel"}]})"),
        "[tokenizer] t.json: bad pre-tokenizer regex \"(a\": missing closing parenthesis at offset 2"},
-      {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"a"},"behavior":"Removed"},{"type":"ByteLevel"}]})"),
-       "[tokenizer] t.json: pre_tokenizer.pretokenizers[0].behavior \"Removed\" is not supported (only Isolated)"},
+      {tinyJson(kTinyModel, R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"a"},"behavior":"Dropped"},{"type":"ByteLevel"}]})"),
+       "[tokenizer] t.json: pre_tokenizer.pretokenizers[0].behavior \"Dropped\" is not one of Isolated, Removed, MergedWithPrevious, "
+       "MergedWithNext, Contiguous"},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel","use_regex":"yes"})"), "[tokenizer] t.json: pre_tokenizer.use_regex is string, expected a boolean"},
-      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"NFC"},)"),
-       "[tokenizer] t.json: a normalizer with a ByteLevel pre-tokenizer is not supported"},
+      {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("normalizer":{"type":"Prepend","prepend":"x"},)"),
+       "[tokenizer] t.json: normalizer.type \"Prepend\" with a ByteLevel pre-tokenizer is not supported"},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"id":0,"content":"zz"}],)"),
        "[tokenizer] t.json: added_tokens[0]: id 0 is both \"a\" and \"zz\""},
       {tinyJson(kTinyModel, R"({"type":"ByteLevel"})", R"("added_tokens":[{"content":"zz"}],)"), "[tokenizer] t.json: added_tokens[0].id is missing or not an integer"},
@@ -549,7 +557,7 @@ TEST(Tokenizer, VocabSpecErrors) {
   };
   const std::vector<Row> rows = {
       {[](VocabSpec& s) { s.model = "bert"; }, "[tokenizer] GGUF tokenizer.ggml.model \"bert\" is not supported (gpt2, llama)"},
-      {[](VocabSpec& s) { s.pre = "qwen2"; }, "[tokenizer] GGUF tokenizer.ggml.pre \"qwen2\" is not supported (gpt2, llama-bpe)"},
+      {[](VocabSpec& s) { s.pre = "qwen-2"; }, "[tokenizer] GGUF tokenizer.ggml.pre \"qwen-2\" is not supported (" + tok::preTypeNames() + ")"},
       {[](VocabSpec& s) { s.tokens.clear(); }, "[tokenizer] GGUF tokenizer.ggml.tokens is empty"},
       {[](VocabSpec& s) { s.types = {1}; }, "[tokenizer] GGUF tokenizer.ggml.token_type has 1 entries for 3 tokens"},
       {[](VocabSpec& s) { s.scores = {1, 2}; }, "[tokenizer] GGUF tokenizer.ggml.scores has 2 entries for 3 tokens"},
@@ -847,4 +855,508 @@ TEST(Tokenizer, FromHfFolderCheckpoint) {
   const Tokenizer tok = Tokenizer::fromCheckpoint(io::Checkpoint::open(dir.string()));
   EXPECT_EQ(tok.encode("abab"), (std::vector<int32_t>{2, 2}));
   fs::remove_all(dir);
+}
+
+// ---- Model families: synthetic tokenizer.json files with the real families' blocks ----
+
+namespace {
+
+// tests/tokenizer/families/<name>.json (tests/tokenizer/make_families.py).
+const Tokenizer& family(const std::string& name) {
+  static std::map<std::string, Tokenizer> loaded;
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  auto it = loaded.find(name);
+  if (it == loaded.end()) it = loaded.emplace(name, Tokenizer::fromFile((kSource / "tests/tokenizer/families" / (name + ".json")).string())).first;
+  return it->second;
+}
+
+std::string familiesText() { return readFile(kSource / "tests/tokenizer/families.txt"); }
+
+// The GGUF vocabulary llama.cpp's converter writes for a byte-level tokenizer.json: tokens by id,
+// merges, CONTROL for special added tokens and USER_DEFINED for the others.
+VocabSpec ggufOfJson(const std::string& name, const std::string& pre) {
+  const json j = json::parse(readFile(kSource / "tests/tokenizer/families" / (name + ".json")));
+  VocabSpec spec;
+  spec.model = "gpt2";
+  spec.pre = pre;
+  size_t n = 0;
+  for (const auto& [text, id] : j["model"]["vocab"].items()) n = std::max(n, id.get<size_t>() + 1);
+  for (const json& t : j["added_tokens"]) n = std::max(n, t["id"].get<size_t>() + 1);
+  spec.tokens.resize(n);
+  spec.types.assign(n, 1);
+  for (const auto& [text, id] : j["model"]["vocab"].items()) spec.tokens[id.get<size_t>()] = text;
+  for (const json& t : j["added_tokens"]) {
+    spec.tokens[t["id"].get<size_t>()] = t["content"].get<std::string>();
+    spec.types[t["id"].get<size_t>()] = t["special"].get<bool>() ? 3 : 4;
+  }
+  spec.merges = j["model"]["merges"].get<std::vector<std::string>>();
+  return spec;
+}
+
+std::string nfc(const std::string& text) { return tok::normalizeUnicode(text, "NFC"); }
+
+}  // namespace
+
+// Radix's ids = @huggingface/tokenizers' ids on each family's tokenizer.json (special tokens,
+// NFC, digits, whitespace runs, code, CJK and emoji).
+TEST(Tokenizer, FamiliesMatchHuggingFaceJs) {
+  struct Row {
+    std::string name;
+    std::vector<std::string> labels;
+  };
+  // SmolLM's Digits: HF's JS port splits ASCII digits only (JS \d), HF's Rust and llama.cpp every
+  // \p{N}: sample.txt's other digits would differ, so SmolLM is checked on families.txt.
+  const std::vector<Row> rows = {{"qwen2", {"sample", "families"}}, {"llama3", {"sample", "families"}},
+                                 {"gpt2", {"sample", "families"}},  {"smollm", {"families"}},
+                                 {"phi3", {"sample", "families"}},  {"gemma", {"sample", "families"}},
+                                 {"mistral", {"sample", "families"}}};
+  const std::string text = familiesText();
+  for (const Row& row : rows) {
+    for (const std::string& label : row.labels) {
+      const Expected e = expected("family-" + row.name + "-" + label);
+      if (label == "sample") checkFresh(e, "sample");
+      else EXPECT_EQ(e.text, text) << "build/npm/expected is stale: run scripts/tokenizer-data";
+      expectSameIds(family(row.name), family(row.name).encode(e.text), e.ids, row.name + " on " + label);
+    }
+  }
+}
+
+// llama.cpp's tokenizer.ggml.pre regexes give HF's ids: the GGUF vocabulary of each byte-level
+// family's tokenizer.json, under its GGUF pre name, against @huggingface/tokenizers. llama.cpp does
+// not normalize: Qwen2's GGUF encodes NFC text as HF does the raw text.
+TEST(Tokenizer, GgufPreTypesMatchHuggingFaceJs) {
+  struct Row {
+    std::string family, pre;
+    bool nfc;
+  };
+  const std::vector<Row> rows = {{"qwen2", "qwen2", true},   {"llama3", "llama-bpe", false}, {"llama3", "llama3", false},
+                                 {"gpt2", "gpt-2", false},   {"gpt2", "gpt2", false},       {"smollm", "smollm", false},
+                                 {"qwen2", "deepseek-r1-qwen", true}, {"smollm", "starcoder", false}};
+  for (const Row& row : rows) {
+    const Tokenizer tok = Tokenizer::fromVocab(ggufOfJson(row.family, row.pre));
+    const Expected e = expected("family-" + row.family + "-families");
+    expectSameIds(tok, tok.encode(row.nfc ? nfc(e.text) : e.text), e.ids, row.family + " as GGUF pre " + row.pre);
+  }
+}
+
+// Every pre-tokenizer name compiles and keeps every byte of the text (decode(encode(x)) == x),
+// and the families' regexes cut as llama.cpp's do.
+TEST(Tokenizer, GgufPreTypesAll) {
+  VocabSpec spec = ggufOfJson("gpt2", "");
+  const std::string text = readFile(kSource / "tests/tokenizer/sample.txt") + familiesText();
+  std::vector<std::string> names;
+  for (size_t begin = 0, comma; begin <= tok::preTypeNames().size(); begin = comma + 2) {
+    comma = tok::preTypeNames().find(", ", begin);
+    if (comma == std::string::npos) comma = tok::preTypeNames().size();
+    names.push_back(tok::preTypeNames().substr(begin, comma - begin));
+  }
+  for (const char* name : {"gpt-2", "gpt2", "llama-bpe", "llama3", "qwen2", "smollm", "phi-2", "deepseek-llm", "deepseek-coder",
+                           "tekken", "starcoder", "falcon", "stablelm2", "command-r", "olmo", "dbrx", "refact", "default", "mpt"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  for (const std::string& name : names) {
+    spec.pre = name;
+    const Tokenizer tok = Tokenizer::fromVocab(spec);
+    EXPECT_EQ(tok.decode(tok.encode(text, {.parseSpecial = false})), text) << name;
+  }
+  const auto piecesOf = [](const std::string& pre, const std::string& text) {
+    const tok::PreType* type = tok::findPreType(pre);
+    std::vector<std::pair<size_t, size_t>> pieces{{0, text.size()}}, next;
+    for (const char* pattern : type->patterns) {
+      next.clear();
+      const tok::Regex regex(pattern, pre);
+      for (auto [b, e] : pieces) regex.split(text, b, e, next);
+      pieces.swap(next);
+    }
+    Pieces out;
+    for (auto [b, e] : pieces) out.push_back(text.substr(b, e - b));
+    return out;
+  };
+  struct Row {
+    std::string pre, text;
+    Pieces pieces;
+  };
+  const std::vector<Row> rows = {
+      {"qwen2", "x 1234 IT'S", {"x", " ", "1", "2", "3", "4", " IT", "'S"}},
+      {"llama-bpe", "x 1234 IT'S", {"x", " ", "123", "4", " IT", "'S"}},
+      {"gpt-2", "x 1234 IT'S", {"x", " 1234", " IT", "'", "S"}},
+      {"smollm", "x 1234", {"x", " ", "1", "2", "3", "4"}},
+      {"deepseek-coder", "ab 12\ncd", {"ab", " ", "1", "2", "\n", "cd"}},
+      {"deepseek-llm", "ab 12 \xE4\xB8\xAD\xE6\x96\x87!", {"ab", " ", "12", " ", "\xE4\xB8\xAD\xE6\x96\x87", "!"}},
+      // DeepSeek's letters: not U+00D7 (its class holds U+212A-U+212D, not U+004B-U+212D).
+      {"deepseek-llm", "\xC3\xA9\xC3\x97\xC3\xAB", {"\xC3\xA9", "\xC3\x97", "\xC3\xAB"}},
+      {"default", "a+b 1234", {"a", "+", "b", " ", "123", "4"}},
+      {"tekken", "HelloWorld x", {"Hello", "World", " x"}},
+  };
+  for (const Row& row : rows) EXPECT_EQ(piecesOf(row.pre, row.text), row.pieces) << row.pre << ": " << row.text;
+}
+
+// Added tokens are matched whole (leftmost, longest first), with HF's lstrip / rstrip /
+// single_word flags; parseSpecial false leaves special tokens to the model but still matches
+// non-special (user-defined) ones, as llama.cpp's parse_special does.
+TEST(Tokenizer, SpecialTokens) {
+  const std::string tokens =
+      R"({"id":7,"content":"<|a|>","special":true},{"id":8,"content":"<|a|>b","special":true},)"
+      R"({"id":9,"content":"<x>","special":false},{"id":10,"content":"<l>","lstrip":true,"special":true},)"
+      R"({"id":11,"content":"<r>","rstrip":true,"special":true},{"id":12,"content":"ab","single_word":true,"special":false})";
+  const Tokenizer tok = Tokenizer::fromJson(
+      R"({"version":"1.0","added_tokens":[)" + tokens +
+          R"(],"pre_tokenizer":null,"model":{"type":"BPE","vocab":{"a":0,"b":1," ":2,"<":3,">":4,"|":5,"x":6,"l":13,"r":14},"merges":[]}})",
+      "t.json");
+  struct Row {
+    std::string text;
+    bool parseSpecial;
+    std::vector<int32_t> ids;
+  };
+  const std::vector<Row> rows = {
+      {"a<|a|>a", true, {0, 7, 0}},
+      {"<|a|>b<|a|>", true, {8, 7}},           // the longest token at the leftmost match
+      {"a<|a|>a", false, {0, 3, 5, 0, 5, 4, 0}},  // special tokens as plain text
+      {"<x>a", false, {9, 0}},                    // user-defined tokens either way
+      {"a  <l>  b", true, {0, 10, 2, 2, 1}},      // lstrip swallows the spaces before
+      {"a  <r>  b", true, {0, 2, 2, 11, 1}},      // rstrip the spaces after
+  };
+  for (const Row& row : rows) {
+    EXPECT_EQ(tok.encode(row.text, {.parseSpecial = row.parseSpecial}), row.ids) << printable(row.text);
+  }
+  // single_word: "ab" alone is the added token; inside "xab" it is plain text.
+  EXPECT_EQ(tok.encode("ab xab"), (std::vector<int32_t>{12, 2, 6, 0, 1}));
+  EXPECT_EQ(tok.encode("ab<x>"), (std::vector<int32_t>{12, 9}));
+  EXPECT_EQ(tok.encode("xab"), (std::vector<int32_t>{6, 0, 1}));
+  // BOS first on request; special tokens decode to nothing, user-defined ones to their text.
+  EXPECT_EQ(errorOf([&] { tok.encode("a", {.addBos = true}); }), "[tokenizer] encode: addBos is set but the vocabulary has no BOS token");
+  EXPECT_EQ(tok.decode(tok.encode("a<|a|><x>")), "a<x>");
+}
+
+// BOS wanted or not, and the end-of-generation set, from each source.
+TEST(Tokenizer, AddBosAndEog) {
+  struct Row {
+    std::string family;
+    bool addBos;
+    std::vector<std::string> bosEos;  // bos, eos spellings ("" for none)
+    std::vector<std::string> eog;
+  };
+  const std::vector<Row> rows = {
+      {"qwen2", false, {"<|endoftext|>", "<|endoftext|>"}, {"<|endoftext|>", "<|im_end|>"}},
+      {"llama3", true, {"<|begin_of_text|>", "<|end_of_text|>"}, {"<|end_of_text|>", "<|eot_id|>"}},
+      {"gpt2", false, {"<|endoftext|>", "<|endoftext|>"}, {"<|endoftext|>"}},
+      {"phi3", true, {"<s>", "<|endoftext|>"}, {"<|endoftext|>", "<|end|>"}},
+      {"gemma", true, {"<bos>", "<eos>"}, {"<eos>", "<end_of_turn>"}},
+      {"mistral", true, {"<s>", "</s>"}, {"</s>"}},
+  };
+  for (const Row& row : rows) {
+    const Tokenizer& tok = family(row.family);
+    EXPECT_EQ(tok.addBos(), row.addBos) << row.family;
+    EXPECT_EQ(tok.bos(), tok.tokenId(row.bosEos[0])) << row.family;
+    EXPECT_EQ(tok.eos(), tok.tokenId(row.bosEos[1])) << row.family;
+    std::vector<int32_t> eog;
+    for (const std::string& text : row.eog) eog.push_back(tok.tokenId(text));
+    std::sort(eog.begin(), eog.end());
+    EXPECT_EQ(tok.eogIds(), eog) << row.family;
+    for (int32_t id : eog) EXPECT_TRUE(tok.isEog(id)) << row.family;
+    EXPECT_FALSE(tok.isEog(0)) << row.family;
+    if (row.addBos) EXPECT_EQ(tok.encode("a", {.addBos = true}).front(), tok.bos()) << row.family;
+  }
+  // GGUF: llama.cpp's defaults by model and pre-tokenizer, then tokenizer.ggml.add_bos_token; eot / eom ids.
+  VocabSpec spec = ggufOfJson("llama3", "llama-bpe");
+  spec.bos = 0;
+  EXPECT_TRUE(Tokenizer::fromVocab(spec).addBos());
+  spec.addBos = false;
+  EXPECT_FALSE(Tokenizer::fromVocab(spec).addBos());
+  spec.pre = "qwen2";
+  spec.addBos.reset();
+  EXPECT_FALSE(Tokenizer::fromVocab(spec).addBos());
+  spec.eos = 5;
+  spec.eot = 7;
+  spec.eom = 9;
+  const Tokenizer gguf = Tokenizer::fromVocab(spec);
+  const int32_t eot = gguf.tokenId("<|eot_id|>"), end = gguf.tokenId("<|end_of_text|>");
+  std::vector<int32_t> want = {5, 7, 9, eot, end};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(gguf.eogIds(), want);
+  // An HF folder: tokenizer_config.json's add_bos_token and eos_token, generation_config.json's eos ids.
+  const fs::path dir = fs::temp_directory_path() / ("radix-tok-config-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(kSource / "tests/tokenizer/families/qwen2.json", dir / "tokenizer.json", fs::copy_options::overwrite_existing);
+  std::ofstream(dir / "tokenizer_config.json") << R"({"add_bos_token": true, "bos_token": null, "eos_token": "<|im_end|>"})";
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [7, 8]})";
+  const Tokenizer folder = Tokenizer::fromFile(dir.string());
+  EXPECT_TRUE(folder.addBos());
+  EXPECT_EQ(folder.eos(), folder.tokenId("<|im_end|>"));
+  want = {7, 8, folder.tokenId("<|endoftext|>"), folder.tokenId("<|im_end|>")};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(folder.eogIds(), want);
+  fs::remove_all(dir);
+}
+
+// HF's Split behaviors (the SplitDelimiterBehavior docs' example), invert, and Digits.
+TEST(Tokenizer, SplitBehaviors) {
+  using B = tok::SplitBehavior;
+  struct Row {
+    std::string pattern;
+    B behavior;
+    bool invert;
+    std::string text;
+    Pieces pieces;
+  };
+  const std::vector<Row> rows = {
+      {"-", B::removed, false, "the-final--countdown", {"the", "final", "countdown"}},
+      {"-", B::isolated, false, "the-final--countdown", {"the", "-", "final", "-", "-", "countdown"}},
+      {"-", B::mergedWithPrevious, false, "the-final--countdown", {"the-", "final-", "-", "countdown"}},
+      {"-", B::mergedWithNext, false, "the-final--countdown", {"the", "-final", "-", "-countdown"}},
+      {"-", B::contiguous, false, "the-final--countdown", {"the", "-", "final", "--", "countdown"}},
+      {"-", B::removed, false, "-a-", {"a"}},
+      {"-", B::mergedWithNext, false, "-a-", {"-a", "-"}},
+      {"-", B::mergedWithPrevious, false, "-a-", {"-", "a-"}},
+      // invert: the matches are the pieces kept, the rest the delimiters.
+      {"[a-z]+", B::removed, true, "ab, cd!", {"ab", "cd"}},
+      {"[a-z]+", B::mergedWithPrevious, true, "ab, cd!", {"ab, ", "cd!"}},
+      {R"(\p{N})", B::isolated, false, "a12b", {"a", "1", "2", "b"}},
+  };
+  for (const Row& row : rows) {
+    const tok::Regex regex(row.pattern, "test");
+    tok::Regex::Scratch scratch(regex);
+    std::vector<std::pair<size_t, size_t>> ranges;
+    tok::splitPieces(regex, {row.pattern, row.behavior, row.invert}, row.text, 0, row.text.size(), ranges, scratch);
+    Pieces out;
+    for (auto [b, e] : ranges) out.push_back(row.text.substr(b, e - b));
+    EXPECT_EQ(out, row.pieces) << row.pattern << " on " << row.text << " (behavior " << static_cast<int>(row.behavior) << ")";
+  }
+  // A tokenizer.json with such a Sequence and Digits (ids by hand: HF's JS port lacks these behaviors).
+  const Tokenizer tok = Tokenizer::fromJson(tinyJson(R"({"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"1":3,"2":4,"-":5,"12":6},"merges":["a b","1 2"]})",
+                                                     R"({"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},)"
+                                                     R"({"type":"Split","pattern":{"String":"-"},"behavior":"Removed","invert":false}]})"),
+                                            "t.json");
+  EXPECT_EQ(tok.encode("ab-12-ab"), (std::vector<int32_t>{2, 3, 4, 2}));
+  // Metaspace's split (HF's JS port ignores it): a word starts at each marker, as MergedWithNext.
+  const std::string metaspace = R"({"type":"BPE","vocab":{"▁":0,"a":1,"b":2,"▁a":3,"▁b":4,"▁▁":5},"merges":["▁ ▁","▁ a","▁ b"]})";
+  for (const auto& [split, ids] : {std::pair{"true", std::vector<int32_t>{3, 0, 4}}, {"false", std::vector<int32_t>{3, 5, 2}}})
+    EXPECT_EQ(Tokenizer::fromJson(tinyJson(metaspace, std::string(R"({"type":"Metaspace","replacement":"▁","prepend_scheme":"always","split":)") + split + "}"),
+                                  "t.json")
+                  .encode("a  b"),
+              ids)
+        << "split " << split;
+  EXPECT_EQ(errorOf([] { Tokenizer::fromJson(tinyJson(kTinyModel, R"({"type":"Digits","individual_digits":1})"), "t.json"); }),
+            "[tokenizer] t.json: pre_tokenizer.individual_digits is number, expected a boolean");
+}
+
+TEST(Tokenizer, UnicodeNormalization) {
+  struct Row {
+    std::string form, text, want;
+  };
+  const std::vector<Row> rows = {
+      {"NFC", "Cafe\xCC\x81", "Caf\xC3\xA9"},
+      {"NFD", "Caf\xC3\xA9", "Cafe\xCC\x81"},
+      {"NFKC", "\xEF\xAC\x81 \xE2\x91\xA0", "fi 1"},          // ﬁ ①
+      {"NFKD", "\xC3\xA9\xEF\xAC\x81", "e\xCC\x81" "fi"},
+      {"NFC", "\xFF" "e\xCC\x81\xE4\xBD", "\xFF\xC3\xA9\xE4\xBD"},  // invalid bytes stay, valid runs around them are normalized
+      {"NFC", "plain ascii", "plain ascii"},
+  };
+  for (const Row& row : rows) EXPECT_EQ(tok::normalizeUnicode(row.text, row.form), row.want) << row.form << ": " << printable(row.text);
+  // Qwen2's NFC: composed and decomposed spellings encode alike.
+  EXPECT_EQ(family("qwen2").encode("Cafe\xCC\x81"), family("qwen2").encode("Caf\xC3\xA9"));
+  EXPECT_NE(family("llama3").encode("Cafe\xCC\x81"), family("llama3").encode("Caf\xC3\xA9"));
+}
+
+// ---- GGUF files Radix writes, read back through llama.cpp's loader rules ----
+
+namespace {
+
+// A GGUF key as stored: its type (and an array's element type and length), and the values of
+// strings, string arrays and integer scalars / arrays. Read here byte by byte, apart from Radix's
+// reader, as llama.cpp's gguf.cpp does.
+struct RawValue {
+  uint32_t type = 0, elem = 0;
+  uint64_t count = 0;
+  std::string text;
+  std::vector<std::string> texts;
+  std::vector<int64_t> ints;
+};
+
+std::map<std::string, RawValue> rawGgufMetadata(const std::string& bytes) {
+  size_t at = 0;
+  const auto take = [&](size_t n) {
+    if (at + n > bytes.size()) throw std::runtime_error("truncated GGUF");
+    const size_t from = at;
+    at += n;
+    return std::string_view(bytes).substr(from, n);
+  };
+  const auto u = [&](size_t n) {
+    uint64_t v = 0;
+    std::memcpy(&v, take(n).data(), n);
+    return v;
+  };
+  const auto str = [&] { return std::string(take(u(8))); };
+  static const size_t kSize[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+  std::function<void(uint32_t, RawValue&, bool)> value = [&](uint32_t type, RawValue& out, bool element) {
+    if (type == 8) {
+      (element ? out.texts.emplace_back() : out.text) = str();
+    } else if (type == 9) {
+      out.elem = static_cast<uint32_t>(u(4));
+      out.count = u(8);
+      for (uint64_t i = 0; i < out.count; ++i) {
+        if (out.elem == 9) throw std::runtime_error("nested arrays are not tokenizer metadata");
+        value(out.elem, out, true);
+      }
+    } else if (type < 13) {
+      const uint64_t v = u(kSize[type]);
+      const bool isSigned = type == 1 || type == 3 || type == 5 || type == 11;
+      const int64_t s = isSigned && kSize[type] < 8 && (v >> (8 * kSize[type] - 1)) ? static_cast<int64_t>(v - (uint64_t{1} << (8 * kSize[type]))) : static_cast<int64_t>(v);
+      out.ints.push_back(s);
+    } else {
+      throw std::runtime_error("bad GGUF value type " + std::to_string(type));
+    }
+  };
+  if (take(4) != "GGUF") throw std::runtime_error("not GGUF");
+  const uint32_t version = static_cast<uint32_t>(u(4));
+  if (version != 3) throw std::runtime_error("GGUF version " + std::to_string(version) + " (llama.cpp writes 3)");
+  u(8);  // tensors
+  const uint64_t keys = u(8);
+  std::map<std::string, RawValue> out;
+  for (uint64_t k = 0; k < keys; ++k) {
+    const std::string key = str();
+    RawValue v;
+    v.type = static_cast<uint32_t>(u(4));
+    value(v.type, v, false);
+    if (!out.emplace(key, std::move(v)).second) throw std::runtime_error("duplicate key " + key);
+  }
+  return out;
+}
+
+// The problems llama.cpp's loader (src/llama-vocab.cpp llama_vocab::impl::load, and
+// llama-model-loader's typed get_key, which refuses a key of another GGUF type) would have with a
+// file's tokenizer metadata; empty when it loads:
+//  - tokenizer.ggml.model: STRING, one of the models it knows (Radix writes gpt2 and llama);
+//  - gpt2 (BPE): tokenizer.ggml.merges, an array of STRING "a b" (split at the first space after
+//    byte 0), and tokenizer.ggml.pre a STRING of its accepted spellings ("gpt-2", not "gpt2");
+//  - tokenizer.ggml.tokens: an array of STRING, no duplicates ("duplicate token in vocabulary");
+//  - tokenizer.ggml.scores: an array of FLOAT32 (or INT32), at least one per token;
+//  - tokenizer.ggml.token_type: an array of INT32, at least one per token, types 0..6;
+//  - tokenizer.ggml.{bos,eos,unknown,eot,eom,padding,seperator}_token_id: UINT32 below the token
+//    count (llama.cpp warns and ignores others; Radix treats them as errors);
+//  - tokenizer.ggml.add_bos_token / add_eos_token / add_space_prefix: BOOL;
+//  - tokenizer.chat_template and general.architecture: STRING.
+std::vector<std::string> llamaCppVocabProblems(const std::map<std::string, RawValue>& meta) {
+  constexpr uint32_t kUint32 = 4, kInt32 = 5, kFloat32 = 6, kBool = 7, kString = 8, kArray = 9;
+  static const std::set<std::string> kModels = {"no_vocab", "none", "llama", "bert", "gpt2", "t5", "rwkv", "plamo2", "gemma4"};
+  // llama.cpp's accepted tokenizer.ggml.pre spellings for BPE (a selection of its list).
+  static const std::set<std::string> kPre = {
+      "default", "llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "deepseek-llm", "deepseek-coder", "deepseek-v3",
+      "falcon", "mpt", "starcoder", "gpt-2", "phi-2", "refact", "command-r", "qwen2", "qwen35", "stablelm2", "olmo",
+      "dbrx", "smaug-bpe", "poro-chat", "chatglm-bpe", "glm4", "viking", "jais", "tekken", "smollm", "codeshell", "bloom",
+      "gpt3-finnish", "exaone", "chameleon", "minerva-7b", "megrez", "gpt-4o", "llama4", "seed-coder", "trillion"};
+  std::vector<std::string> problems;
+  const auto find = [&](const std::string& key) -> const RawValue* {
+    auto it = meta.find(key);
+    return it == meta.end() ? nullptr : &it->second;
+  };
+  const auto isString = [&](const std::string& key) {
+    const RawValue* v = find(key);
+    if (v && v->type != kString) problems.push_back(key + " is GGUF type " + std::to_string(v->type) + ", not STRING");
+    return v && v->type == kString;
+  };
+  if (!find("general.architecture")) problems.push_back("general.architecture is missing");
+  isString("general.architecture");
+  const RawValue* model = find("tokenizer.ggml.model");
+  if (!model) return {"tokenizer.ggml.model is missing"};
+  if (!isString("tokenizer.ggml.model")) return problems;
+  if (!kModels.count(model->text)) problems.push_back("unknown tokenizer: '" + model->text + "'");
+  const RawValue* tokens = find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != kArray || tokens->elem != kString) return {"tokenizer.ggml.tokens is missing or not an array of STRING"};
+  const uint64_t n = tokens->count;
+  std::set<std::string> seen;
+  for (const std::string& t : tokens->texts)
+    if (!seen.insert(t).second) problems.push_back("duplicate token in vocabulary: '" + t + "'");
+  if (model->text == "gpt2") {
+    const RawValue* pre = find("tokenizer.ggml.pre");
+    if (!pre) problems.push_back("tokenizer.ggml.pre is missing (llama.cpp falls back to 'default', degrading quality)");
+    else if (isString("tokenizer.ggml.pre") && !kPre.count(pre->text)) problems.push_back("unknown pre-tokenizer type: '" + pre->text + "'");
+    const RawValue* merges = find("tokenizer.ggml.merges");
+    if (!merges) problems.push_back("cannot find tokenizer merges in model file");
+    else if (merges->type != kArray || merges->elem != kString) problems.push_back("invalid gguf type for tokenizer.ggml.merges");
+    else
+      for (const std::string& m : merges->texts) {
+        const size_t space = m.find(' ', 1);
+        if (space == std::string::npos || space + 1 >= m.size() || !seen.count(m.substr(0, space)) || !seen.count(m.substr(space + 1)) ||
+            !seen.count(m.substr(0, space) + m.substr(space + 1)))
+          problems.push_back("merge '" + m + "' does not join two tokens into a third");
+      }
+  }
+  if (const RawValue* scores = find("tokenizer.ggml.scores")) {
+    if (scores->type != kArray || (scores->elem != kFloat32 && scores->elem != kInt32)) problems.push_back("invalid gguf type for tokenizer.ggml.scores");
+    else if (scores->count < n) problems.push_back("Index out of array bounds for scores");
+  } else if (model->text == "llama") {
+    problems.push_back("tokenizer.ggml.scores is missing (every SentencePiece piece would score 0)");
+  }
+  if (const RawValue* types = find("tokenizer.ggml.token_type")) {
+    if (types->type != kArray || types->elem != kInt32) problems.push_back("invalid gguf type for tokenizer.ggml.token_type");
+    else if (types->count < n) problems.push_back("Index out of array bounds for toktypes");
+    else
+      for (int64_t t : types->ints)
+        if (t < 0 || t > 6) problems.push_back("token type " + std::to_string(t) + " is not a llama_token_type");
+  }
+  for (const char* name : {"bos", "eos", "unknown", "eot", "eom", "padding", "seperator", "mask"}) {
+    const std::string key = std::string("tokenizer.ggml.") + name + "_token_id";
+    const RawValue* v = find(key);
+    if (!v) continue;
+    if (v->type != kUint32) problems.push_back(key + " is GGUF type " + std::to_string(v->type) + ", not UINT32");
+    else if (static_cast<uint64_t>(v->ints.at(0)) >= n) problems.push_back(key + " is outside the vocabulary");
+  }
+  for (const char* key : {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_space_prefix"})
+    if (const RawValue* v = find(key); v && v->type != kBool) problems.push_back(std::string(key) + " is not BOOL");
+  isString("tokenizer.chat_template");
+  return problems;
+}
+
+}  // namespace
+
+// Each GGUF file of tools/make_test_models.py, and files written through tools/gguf_writer.py's
+// add_vocab, load in llama.cpp (the rules above) and in Radix, which reads the same vocabulary.
+TEST(ModelsGgufVocab, WrittenFilesFollowLlamaCppLoaderRules) {
+  const fs::path dir = radix::models::testing::testModels();
+  ASSERT_FALSE(dir.empty());
+  const fs::path written = dir / "tokenizer-writer";
+  fs::create_directories(written);
+  const std::string script =
+      "import sys; sys.path.insert(0, '" + (kSource / "tools").string() + "')\n"
+      "from gguf_writer import GGUFWriter, add_vocab\n"
+      "def write(name, **kw):\n"
+      "    w = GGUFWriter(); w.add('general.architecture', 'llama'); add_vocab(w, **kw); w.write('" + written.string() + "/' + name)\n"
+      "write('spm.gguf', model='llama', tokens=['<unk>', '<s>', '</s>', '\\u2581a', 'b'], scores=[0, 0, 0, -1, -2],\n"
+      "      types=[2, 3, 3, 1, 1], bos=1, eos=2, unk=0, add_bos=True, add_space_prefix=True)\n"
+      "write('llama3.gguf', model='gpt2', pre='llama-bpe', tokens=['a', 'b', 'ab', '<|eot_id|>'], merges=['a b'],\n"
+      "      types=[1, 1, 1, 3], bos=2, eos=3, chat_template='{{ messages }}')\n"
+      "try:\n"
+      "    write('bad.gguf', model='gpt2', pre='gpt2', tokens=['a'], merges=[])\n"
+      "    print('gpt2 accepted')\n"
+      "except AssertionError as e:\n"
+      "    print('refused:', e)\n";
+  std::ofstream(written / "write.py") << script;
+  const auto run = radix::models::testing::runCommand(radix::models::testing::kPython + " " + (written / "write.py").string() + " 2>&1");
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("refused: tokenizer.ggml.pre 'gpt2' is not a llama.cpp spelling"), std::string::npos) << run.out;
+  std::vector<fs::path> files;
+  for (const fs::path& folder : {dir, written})
+    for (const auto& entry : fs::directory_iterator(folder))
+      if (entry.path().extension() == ".gguf") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 4u);  // gpt2-tiny, llama-tiny, spm, llama3 at least
+  for (const fs::path& file : files) {
+    SCOPED_TRACE(file.string());
+    const auto meta = rawGgufMetadata(readFile(file));
+    EXPECT_EQ(llamaCppVocabProblems(meta), std::vector<std::string>{});
+    const Tokenizer tok = Tokenizer::fromCheckpoint(io::Checkpoint::open(file.string()));
+    EXPECT_EQ(tok.vocabSize(), static_cast<int32_t>(meta.at("tokenizer.ggml.tokens").count));
+    if (const auto it = meta.find("tokenizer.ggml.add_bos_token"); it != meta.end()) EXPECT_EQ(tok.addBos(), it->second.ints.at(0) != 0);
+    if (const auto it = meta.find("tokenizer.ggml.eos_token_id"); it != meta.end()) EXPECT_TRUE(tok.isEog(static_cast<int32_t>(it->second.ints.at(0))));
+  }
+  // The rules catch what llama.cpp refuses: Radix's old spelling, wrong key types, duplicates.
+  auto meta = rawGgufMetadata(readFile(written / "llama3.gguf"));
+  meta["tokenizer.ggml.pre"].text = "gpt2";
+  meta["tokenizer.ggml.bos_token_id"].type = 5;
+  meta["tokenizer.ggml.tokens"].texts[1] = "a";
+  EXPECT_EQ(llamaCppVocabProblems(meta),
+            (std::vector<std::string>{"duplicate token in vocabulary: 'a'", "unknown pre-tokenizer type: 'gpt2'",
+                                      "merge 'a b' does not join two tokens into a third",
+                                      "tokenizer.ggml.bos_token_id is GGUF type 5, not UINT32"}));
 }

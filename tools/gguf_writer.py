@@ -12,6 +12,7 @@
     w.add_tensor("token_embd.weight", numpy_array, "F16")  # row-major dims; ne[] is written reversed
     w.add_tensor_bytes("blk.0.attn_q.weight", [64, 64], "Q8_0", raw)  # any ggml type, raw blocks
     w.write("model.gguf")  # or w.to_bytes()
+    add_vocab(w, "gpt2", tokens, pre="gpt-2", merges=["a b"], types=[1, 1, 3], eos=2)  # tokenizer.ggml.*
 
 Metadata value types: UINT8 INT8 UINT16 INT16 UINT32 INT32 FLOAT32 BOOL STRING ARRAY UINT64 INT64
 FLOAT64. Tensor types: every ggml type of src/io/gguf.cpp (F32, F16 and BF16 are converted from
@@ -166,6 +167,51 @@ class GGUFWriter:
     def write(self, path):
         with open(path, "wb") as f:
             f.write(self.to_bytes())
+
+
+# tokenizer.ggml.pre spellings that llama.cpp's loader (src/llama-vocab.cpp) accepts for BPE
+# vocabularies and Radix reads; GPT-2 is "gpt-2" (not "gpt2"), Llama 3 "llama-bpe".
+LLAMA_CPP_PRE = {
+    "default", "gpt-2", "phi-2", "mpt", "olmo", "jais", "llama-bpe", "llama3", "llama-v3", "dbrx", "qwen2", "qwen35",
+    "stablelm2", "starcoder", "refact", "command-r", "smollm", "falcon", "deepseek-llm", "deepseek-coder", "deepseek-v3",
+    "tekken", "gpt-4o", "llama4", "bloom", "poro-chat", "viking", "chatglm-bpe", "glm4", "seed-coder", "exaone", "minerva-7b",
+}
+
+
+def add_vocab(w, model, tokens, pre=None, scores=None, types=None, merges=None, bos=None, eos=None, unk=None,
+              add_bos=None, add_space_prefix=None, chat_template=None):
+    """Writes tokenizer.ggml.* with the types llama.cpp's loader requires: model / pre STRING,
+    tokens and merges STRING arrays, scores FLOAT32 and token_type INT32 arrays as long as tokens,
+    token ids UINT32, flags BOOL. model "gpt2" (byte-level BPE) needs merges and a pre spelling of
+    LLAMA_CPP_PRE; "llama" (SentencePiece) gets pre "default"."""
+    assert model in ("gpt2", "llama"), model
+    if pre is None:
+        pre = "default"
+    assert pre in LLAMA_CPP_PRE, f"tokenizer.ggml.pre {pre!r} is not a llama.cpp spelling"
+    assert len(set(tokens)) == len(tokens) and all(tokens), "tokens must be unique and non-empty"
+    w.add("tokenizer.ggml.model", model)
+    w.add("tokenizer.ggml.pre", pre)
+    w.add("tokenizer.ggml.tokens", Value("ARRAY", list(tokens), elem="STRING"))
+    if scores is not None:
+        assert len(scores) == len(tokens)
+        w.add("tokenizer.ggml.scores", Value("ARRAY", [float(x) for x in scores], elem="FLOAT32"))
+    if types is not None:
+        assert len(types) == len(tokens) and all(0 <= t <= 6 for t in types)
+        w.add("tokenizer.ggml.token_type", Value("ARRAY", [int(t) for t in types], elem="INT32"))
+    if model == "gpt2":
+        assert merges is not None, "a gpt2 vocabulary needs merges"
+    if merges is not None:
+        w.add("tokenizer.ggml.merges", Value("ARRAY", list(merges), elem="STRING"))
+    for key, id_ in (("bos", bos), ("eos", eos), ("unknown", unk)):
+        if id_ is not None:
+            assert 0 <= id_ < len(tokens), f"{key} id {id_} out of range"
+            w.add(f"tokenizer.ggml.{key}_token_id", Value("UINT32", id_))
+    if add_bos is not None:
+        w.add("tokenizer.ggml.add_bos_token", bool(add_bos))
+    if add_space_prefix is not None:
+        w.add("tokenizer.ggml.add_space_prefix", bool(add_space_prefix))
+    if chat_template is not None:
+        w.add("tokenizer.chat_template", chat_template)
 
 
 def from_spec(spec):

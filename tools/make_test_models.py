@@ -304,7 +304,7 @@ def gguf_tokenizer_meta(vocab, merges):
     eos = vocab["<|endoftext|>"]
     types = [3 if t == "<|endoftext|>" else 1 for t in tokens]
     return {
-        "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt2", "tokenizer.ggml.tokens": tokens,
+        "tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt-2", "tokenizer.ggml.tokens": tokens,
         "tokenizer.ggml.token_type": types, "tokenizer.ggml.merges": merges,
         "tokenizer.ggml.bos_token_id": eos, "tokenizer.ggml.eos_token_id": eos,
     }

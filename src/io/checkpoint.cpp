@@ -937,6 +937,9 @@ VocabSpec vocabFromGguf(const Checkpoint& checkpoint) {
   id("tokenizer.ggml.bos_token_id", spec.bos);
   id("tokenizer.ggml.eos_token_id", spec.eos);
   id("tokenizer.ggml.unknown_token_id", spec.unk);
+  id("tokenizer.ggml.eot_token_id", spec.eot);
+  id("tokenizer.ggml.eom_token_id", spec.eom);
+  if (const MetaValue* add = checkpoint.meta("tokenizer.ggml.add_bos_token")) spec.addBos = add->asBool();
   if (const MetaValue* space = checkpoint.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = space->asBool();
   return spec;
 }

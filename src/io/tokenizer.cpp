@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unicode/uchar.h>
 
 #include "io/tokenizer_internal.h"
 #include "radix/io.h"
@@ -100,7 +101,7 @@ bool readPreTokenizer(const json& pre, tok::BpeSpec& spec, const std::string& or
   const std::string type = getString(pre, "type", origin, path);
   if (type == "ByteLevel") {
     spec.addPrefixSpace = getBool(pre, "add_prefix_space", false, origin, path);
-    if (getBool(pre, "use_regex", true, origin, path)) spec.patterns.push_back(tok::kGpt2Pattern);
+    if (getBool(pre, "use_regex", true, origin, path)) spec.splits.push_back({tok::kGpt2Pattern});
     return true;
   }
   if (type == "Sequence") {
@@ -120,10 +121,21 @@ bool readPreTokenizer(const json& pre, tok::BpeSpec& spec, const std::string& or
     else if (pattern->contains("String")) regex = quoteRegex(getString(*pattern, "String", origin, path + ".pattern"));
     else fail("[tokenizer] " + origin + ": " + path + ".pattern has neither Regex nor String");
     const std::string behavior = getString(pre, "behavior", origin, path);
-    if (behavior != "Isolated")
-      fail("[tokenizer] " + origin + ": " + path + ".behavior \"" + behavior + "\" is not supported (only Isolated)");
-    if (getBool(pre, "invert", false, origin, path)) fail("[tokenizer] " + origin + ": " + path + ".invert true is not supported");
-    spec.patterns.push_back(regex);
+    static const std::pair<const char*, tok::SplitBehavior> kBehaviors[] = {
+        {"Isolated", tok::SplitBehavior::isolated},
+        {"Removed", tok::SplitBehavior::removed},
+        {"MergedWithPrevious", tok::SplitBehavior::mergedWithPrevious},
+        {"MergedWithNext", tok::SplitBehavior::mergedWithNext},
+        {"Contiguous", tok::SplitBehavior::contiguous}};
+    const auto found = std::find_if(std::begin(kBehaviors), std::end(kBehaviors), [&](const auto& b) { return behavior == b.first; });
+    if (found == std::end(kBehaviors))
+      fail("[tokenizer] " + origin + ": " + path + ".behavior \"" + behavior +
+           "\" is not one of Isolated, Removed, MergedWithPrevious, MergedWithNext, Contiguous");
+    spec.splits.push_back({regex, found->second, getBool(pre, "invert", false, origin, path)});
+    return false;
+  }
+  if (type == "Digits") {
+    spec.splits.push_back({getBool(pre, "individual_digits", false, origin, path) ? R"(\p{N})" : R"(\p{N}+)"});
     return false;
   }
   if (type == "Metaspace") {
@@ -135,14 +147,15 @@ bool readPreTokenizer(const json& pre, tok::BpeSpec& spec, const std::string& or
       fail("[tokenizer] " + origin + ": " + path + ".prepend_scheme \"" + scheme + "\" is not one of always, first, never");
     spec.prepend = scheme == "never" ? "" : spec.space;
     spec.prependAlways = false;
+    spec.prependFirstOnly = scheme == "first";
     spec.splitOnSpace = getBool(pre, "split", true, origin, path);
     return false;
   }
-  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (ByteLevel, Split, Metaspace, Sequence)");
+  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (ByteLevel, Split, Digits, Metaspace, Sequence)");
 }
 
-// The normalizers of SentencePiece-style tokenizer.json files (Llama 2): Prepend("▁") and
-// Replace(" " -> "▁"), alone or in a Sequence.
+// Normalizers: NFC / NFD / NFKC / NFKD (Qwen2), and those of SentencePiece-style tokenizer.json
+// files (Llama 2, Gemma): Prepend("▁") and Replace(" " -> "▁"); alone or in a Sequence.
 void readNormalizer(const json& n, tok::BpeSpec& spec, const std::string& origin, const std::string& path, int depth = 0) {
   if (!n.is_object()) fail("[tokenizer] " + origin + ": " + path + " is " + typeOf(n) + ", expected an object");
   if (depth > 8) fail("[tokenizer] " + origin + ": " + path + " nests Sequences too deeply");
@@ -153,6 +166,11 @@ void readNormalizer(const json& n, tok::BpeSpec& spec, const std::string& origin
     for (size_t i = 0; i < it->size(); ++i) readNormalizer((*it)[i], spec, origin, path + ".normalizers[" + std::to_string(i) + "]", depth + 1);
     return;
   }
+  if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+    spec.forms.push_back(type);
+    return;
+  }
+  if (spec.byteLevel) fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" with a ByteLevel pre-tokenizer is not supported");
   if (type == "Prepend") {
     spec.prepend = getString(n, "prepend", origin, path);
     spec.prependAlways = true;
@@ -166,28 +184,91 @@ void readNormalizer(const json& n, tok::BpeSpec& spec, const std::string& origin
     spec.space = getString(n, "content", origin, path);
     return;
   }
-  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (Prepend, Replace, Sequence)");
+  fail("[tokenizer] " + origin + ": " + path + ".type \"" + type + "\" is not supported (NFC, NFD, NFKC, NFKD, Prepend, Replace, Sequence)");
 }
 
-// BOS/EOS by the spellings GPT-2, Llama 3 and SentencePiece vocabularies use.
+// BOS/EOS by the spellings GPT-2, Llama 3, SentencePiece and Gemma vocabularies use.
 void guessBosEos(Tokenizer::Impl& impl) {
   const auto find = [&](const char* text) {
     auto it = impl.ids.find(text);
     return it == impl.ids.end() ? -1 : it->second;
   };
-  for (const char* text : {"<|endoftext|>", "<|begin_of_text|>", "<s>"})
+  for (const char* text : {"<|endoftext|>", "<|begin_of_text|>", "<s>", "<bos>"})
     if (impl.bos < 0) impl.bos = find(text);
-  for (const char* text : {"<|endoftext|>", "<|end_of_text|>", "</s>"})
+  for (const char* text : {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"})
     if (impl.eos < 0) impl.eos = find(text);
 }
 
-// tokenizer_config.json's bos_token / eos_token (a string or {"content": ...}), when present.
+// Whether the HF post-processor puts BOS first: TemplateProcessing whose single template starts
+// with a SpecialToken (alone or in a Sequence); its id becomes bos when none is known.
+void readPostProcessor(const json& post, Tokenizer::Impl& impl, const std::string& origin, int depth = 0) {
+  if (!post.is_object() || depth > 8) return;
+  const auto type = post.find("type");
+  if (type == post.end() || !type->is_string()) return;
+  if (*type == "Sequence") {
+    if (auto list = post.find("processors"); list != post.end() && list->is_array())
+      for (const json& p : *list) readPostProcessor(p, impl, origin, depth + 1);
+    return;
+  }
+  if (*type != "TemplateProcessing") return;
+  const auto single = post.find("single");
+  if (single == post.end() || !single->is_array()) return;
+  impl.addBos = false;
+  if (single->empty() || !(*single)[0].is_object() || !(*single)[0].contains("SpecialToken")) return;
+  const json& first = (*single)[0]["SpecialToken"];
+  if (!first.is_object() || !first.contains("id") || !first["id"].is_string()) return;
+  const std::string name = first["id"].get<std::string>();
+  int32_t id = -1;
+  if (auto it = impl.ids.find(name); it != impl.ids.end()) id = it->second;
+  if (auto tokens = post.find("special_tokens"); tokens != post.end() && tokens->is_object() && tokens->contains(name)) {
+    const json& entry = (*tokens)[name];
+    if (entry.is_object() && entry.contains("ids") && entry["ids"].is_array() && entry["ids"].size() == 1 &&
+        entry["ids"][0].is_number_integer()) {
+      const int64_t v = entry["ids"][0].get<int64_t>();
+      if (v >= 0 && v < static_cast<int64_t>(impl.texts.size())) id = static_cast<int32_t>(v);
+    }
+  }
+  if (id < 0) return;
+  impl.addBos = true;
+  impl.bos = id;
+}
+
+// tokenizer_config.json next to the tokenizer: bos_token / eos_token (a string or {"content":
+// ...}), add_bos_token, added_tokens_decoder (added tokens the tokenizer file lacks); and
+// generation_config.json's eos_token_id (an id or a list), which ends generation too.
 void readTokenizerConfig(Tokenizer::Impl& impl, const std::filesystem::path& folder) {
-  const auto path = folder / "tokenizer_config.json";
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return;
+  if (const auto generation = folder / "generation_config.json"; std::filesystem::is_regular_file(generation, ec)) {
+    const json config = parseJson(readFile(generation), generation.string());
+    if (config.is_object() && config.contains("eos_token_id")) {
+      const json& eos = config["eos_token_id"];
+      for (const json& id : eos.is_array() ? eos : json::array({eos}))
+        if (id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < static_cast<int64_t>(impl.texts.size()))
+          impl.eogExtra.push_back(id.get<int32_t>());
+    }
+  }
+  const auto path = folder / "tokenizer_config.json";
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    impl.finish();
+    return;
+  }
   const json config = parseJson(readFile(path), path.string());
-  if (!config.is_object()) return;
+  if (!config.is_object()) {
+    impl.finish();
+    return;
+  }
+  if (auto it = config.find("add_bos_token"); it != config.end() && it->is_boolean()) impl.addBos = it->get<bool>();
+  if (auto it = config.find("added_tokens_decoder"); it != config.end() && it->is_object()) {
+    for (const auto& [key, entry] : it->items()) {
+      if (!entry.is_object() || !entry.contains("content") || !entry["content"].is_string()) continue;
+      const std::string content = entry["content"].get<std::string>();
+      auto found = impl.ids.find(content);
+      if (found == impl.ids.end() || std::to_string(found->second) != key) continue;  // only tokens of the vocabulary
+      if (std::any_of(impl.added.begin(), impl.added.end(), [&](const AddedToken& t) { return t.id == found->second; })) continue;
+      const auto flag = [&](const char* name) { return entry.contains(name) && entry[name].is_boolean() && entry[name].get<bool>(); };
+      impl.added.push_back({found->second, content, flag("special"), flag("lstrip"), flag("rstrip"), flag("single_word")});
+    }
+  }
   const auto lookup = [&](const char* key, int32_t& slot) {
     auto it = config.find(key);
     if (it == config.end()) return;
@@ -199,6 +280,7 @@ void readTokenizerConfig(Tokenizer::Impl& impl, const std::filesystem::path& fol
   };
   lookup("bos_token", impl.bos);
   lookup("eos_token", impl.eos);
+  impl.finish();
 }
 
 std::shared_ptr<Tokenizer::Impl> loadJson(std::string_view text, const std::string& origin) {
@@ -235,6 +317,7 @@ std::shared_ptr<Tokenizer::Impl> loadJson(std::string_view text, const std::stri
     }
   }
   spec.ignoreMerges = getBool(*model, "ignore_merges", false, origin, "model");
+  std::vector<AddedToken> addedTokens;
   auto added = root.find("added_tokens");
   if (added != root.end() && !added->is_null()) {
     if (!added->is_array()) fail("[tokenizer] " + origin + ": added_tokens is " + typeOf(*added) + ", expected an array");
@@ -244,8 +327,16 @@ std::shared_ptr<Tokenizer::Impl> loadJson(std::string_view text, const std::stri
       if (!token.is_object()) fail("[tokenizer] " + origin + ": " + where + " is not an object");
       auto id = token.find("id");
       if (id == token.end() || !id->is_number_integer()) fail("[tokenizer] " + origin + ": " + where + ".id is missing or not an integer");
-      place(spec.texts, id->get<int64_t>(), getString(token, "content", origin, where), origin, where);
-      if (getBool(token, "special", false, origin, where)) {
+      AddedToken t;
+      t.id = static_cast<int32_t>(id->get<int64_t>());
+      t.content = getString(token, "content", origin, where);
+      place(spec.texts, id->get<int64_t>(), t.content, origin, where);
+      t.special = getBool(token, "special", false, origin, where);
+      t.lstrip = getBool(token, "lstrip", false, origin, where);
+      t.rstrip = getBool(token, "rstrip", false, origin, where);
+      t.singleWord = getBool(token, "single_word", false, origin, where);
+      addedTokens.push_back(t);
+      if (t.special) {
         spec.control.resize(std::max<size_t>(spec.control.size(), id->get<int64_t>() + 1), false);
         spec.control[id->get<int64_t>()] = true;
       }
@@ -254,10 +345,7 @@ std::shared_ptr<Tokenizer::Impl> loadJson(std::string_view text, const std::stri
   const auto pre = root.find("pre_tokenizer");
   spec.byteLevel = pre != root.end() && !pre->is_null() && readPreTokenizer(*pre, spec, origin, "pre_tokenizer");
   auto normalizer = root.find("normalizer");
-  if (normalizer != root.end() && !normalizer->is_null()) {
-    if (spec.byteLevel) fail("[tokenizer] " + origin + ": a normalizer with a ByteLevel pre-tokenizer is not supported");
-    readNormalizer(*normalizer, spec, origin, "normalizer");
-  }
+  if (normalizer != root.end() && !normalizer->is_null()) readNormalizer(*normalizer, spec, origin, "normalizer");
   spec.byteFallback = getBool(*model, "byte_fallback", false, origin, "model");
   spec.fuseUnk = getBool(*model, "fuse_unk", false, origin, "model");
   if (auto unk = model->find("unk_token"); unk != model->end() && unk->is_string()) {
@@ -266,8 +354,14 @@ std::shared_ptr<Tokenizer::Impl> loadJson(std::string_view text, const std::stri
       if (spec.texts[id] == name) spec.unk = static_cast<int32_t>(id);
     if (spec.unk < 0) fail("[tokenizer] " + origin + ": model.unk_token \"" + name + "\" is not in the vocabulary");
   }
+  const bool byteLevel = spec.byteLevel;
   auto impl = tok::makeBpe(std::move(spec));
+  impl->added = std::move(addedTokens);
   guessBosEos(*impl);
+  impl->addBos = !byteLevel;
+  if (auto post = root.find("post_processor"); post != root.end() && !post->is_null())
+    readPostProcessor(*post, *impl, origin);
+  impl->finish();
   return impl;
 }
 
@@ -287,14 +381,108 @@ std::shared_ptr<Tokenizer::Impl> loadVocabMerges(std::string_view vocabJson, std
     if (line.empty() || (lineNo == 1 && line.starts_with("#version"))) continue;
     spec.merges.push_back(splitMerge(line, mergesOrigin, "line " + std::to_string(lineNo)));
   }
-  spec.patterns.push_back(tok::kGpt2Pattern);
+  spec.splits.push_back({tok::kGpt2Pattern});
   spec.origin = vocabOrigin + " + " + mergesOrigin;
   auto impl = tok::makeBpe(std::move(spec));
   guessBosEos(*impl);
+  impl->finish();
   return impl;
 }
 
+// Unicode White_Space (Rust's char::is_whitespace, which HF's lstrip / rstrip use).
+bool isWhiteSpace(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+// The code point at text[i] (a lone invalid byte stands for itself) and its length.
+std::pair<uint32_t, size_t> codePointAt(std::string_view text, size_t i) {
+  const size_t n = tok::utf8Length(text, i);
+  if (n == 0) return {0xFFFFFFFF, 1};
+  uint32_t cp = static_cast<uint8_t>(text[i]) & (n == 1 ? 0x7F : (0x7F >> n));
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<uint8_t>(text[i + k]) & 0x3F);
+  return {cp, n};
+}
+
+// The start of the code point that ends at text[end) (never before `floor`).
+size_t previousStart(std::string_view text, size_t end, size_t floor) {
+  size_t i = end - 1;
+  while (i > floor && end - i < 4 && (static_cast<uint8_t>(text[i]) & 0xC0) == 0x80) --i;
+  return tok::utf8Length(text, i) == end - i ? i : end - 1;
+}
+
 }  // namespace
+
+void Tokenizer::Impl::finish() {
+  for (auto& list : addedByByte) list.clear();
+  std::sort(added.begin(), added.end(), [](const AddedToken& a, const AddedToken& b) {
+    return a.content.size() != b.content.size() ? a.content.size() > b.content.size() : a.id < b.id;
+  });
+  for (size_t k = 0; k < added.size(); ++k)
+    if (!added[k].content.empty()) addedByByte[static_cast<uint8_t>(added[k].content[0])].push_back(static_cast<uint32_t>(k));
+  // llama.cpp's end-of-generation spellings (llama-vocab.cpp), besides EOS and the GGUF eot / eom ids.
+  static constexpr const char* kEogTexts[] = {
+      "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
+      "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "<|end_of_text|>", "<end_of_utterance>"};
+  eog.clear();
+  if (eos >= 0) eog.push_back(eos);
+  for (int32_t id : eogExtra)
+    if (id >= 0 && static_cast<size_t>(id) < texts.size()) eog.push_back(id);
+  for (const char* text : kEogTexts)
+    if (auto it = ids.find(text); it != ids.end()) eog.push_back(it->second);
+  // As llama.cpp: with <|return|> and <|call|> (gpt-oss), <|end|> ends a message, not generation.
+  if (ids.count("<|return|>") && ids.count("<|call|>"))
+    if (auto it = ids.find("<|end|>"); it != ids.end() && it->second != eos) std::erase(eog, it->second);
+  std::sort(eog.begin(), eog.end());
+  eog.erase(std::unique(eog.begin(), eog.end()), eog.end());
+}
+
+void Tokenizer::Impl::encodeAll(std::string_view text, bool parseSpecial, std::vector<int32_t>& out) const {
+  size_t segment = 0;  // start of the plain text not yet encoded
+  const auto flush = [&](size_t end) {
+    if (end > segment) {
+      const std::vector<int32_t> ids = encode(text.substr(segment, end - segment), segment == 0);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+  };
+  const auto isWordChar = [&](uint32_t cp) { return cp == '_' || (cp != 0xFFFFFFFF && u_isalnum(static_cast<UChar32>(cp))); };
+  for (size_t i = 0; i < text.size();) {
+    const AddedToken* match = nullptr;
+    for (uint32_t k : addedByByte[static_cast<uint8_t>(text[i])]) {
+      const AddedToken& t = added[k];
+      if (!parseSpecial && t.special) continue;
+      if (text.compare(i, t.content.size(), t.content) != 0) continue;
+      if (t.singleWord) {
+        const size_t end = i + t.content.size();
+        if (i > 0 && isWordChar(codePointAt(text, previousStart(text, i, 0)).first)) continue;
+        if (end < text.size() && isWordChar(codePointAt(text, end).first)) continue;
+      }
+      match = &t;
+      break;
+    }
+    if (!match) {
+      ++i;
+      continue;
+    }
+    size_t start = i, end = i + match->content.size();
+    if (match->lstrip)
+      while (start > segment) {
+        const size_t p = previousStart(text, start, segment);
+        if (!isWhiteSpace(codePointAt(text, p).first)) break;
+        start = p;
+      }
+    if (match->rstrip)
+      while (end < text.size()) {
+        const auto [cp, n] = codePointAt(text, end);
+        if (!isWhiteSpace(cp)) break;
+        end += n;
+      }
+    flush(start);
+    out.push_back(match->id);
+    segment = i = end;
+  }
+  flush(text.size());
+}
 
 Tokenizer Tokenizer::fromJson(std::string_view json, std::string_view origin) {
   return Tokenizer(loadJson(json, std::string(origin)));
@@ -317,6 +505,7 @@ Tokenizer Tokenizer::fromVocab(const VocabSpec& spec) {
     if (id < -1 || id >= static_cast<int64_t>(n))
       fail("[tokenizer] " + origin + "." + name + " " + std::to_string(id) + " is outside [0, " + std::to_string(n) + ")");
   std::shared_ptr<Impl> impl;
+  bool addBos = true;  // llama.cpp: SentencePiece vocabularies want BOS
   if (spec.model == "gpt2") {
     tok::BpeSpec bpe;
     bpe.origin = origin;
@@ -325,15 +514,11 @@ Tokenizer Tokenizer::fromVocab(const VocabSpec& spec) {
       if (bpe.texts[id].empty()) fail("[tokenizer] " + origin + ".tokens[" + std::to_string(id) + "] is empty");
     for (size_t i = 0; i < spec.merges.size(); ++i)
       bpe.merges.push_back(splitMerge(spec.merges[i], origin, "merges[" + std::to_string(i) + "]"));
-    // llama.cpp's names (llama-vocab.cpp) for the pre-tokenizers whose regex we know.
-    if (spec.pre == "gpt2" || spec.pre == "default" || spec.pre.empty()) {
-      bpe.patterns.push_back(tok::kGpt2Pattern);
-    } else if (spec.pre == "llama-bpe" || spec.pre == "llama3" || spec.pre == "llama-v3") {
-      bpe.patterns.push_back(tok::kLlama3Pattern);
-      bpe.ignoreMerges = true;
-    } else {
-      fail("[tokenizer] " + origin + ".pre \"" + spec.pre + "\" is not supported (gpt2, llama-bpe)");
-    }
+    const tok::PreType* pre = tok::findPreType(spec.pre);
+    if (!pre) fail("[tokenizer] " + origin + ".pre \"" + spec.pre + "\" is not supported (" + tok::preTypeNames() + ")");
+    for (const char* pattern : pre->patterns) bpe.splits.push_back({pattern});
+    bpe.ignoreMerges = pre->ignoreMerges;
+    addBos = pre->addBos;
     bpe.unk = spec.unk;
     for (size_t id = 0; id < spec.types.size(); ++id) {
       bpe.control.resize(n, false);
@@ -347,6 +532,14 @@ Tokenizer Tokenizer::fromVocab(const VocabSpec& spec) {
   }
   impl->bos = spec.bos;
   impl->eos = spec.eos;
+  impl->addBos = spec.addBos.value_or(addBos);
+  impl->eogExtra = {spec.eot, spec.eom};
+  // As llama.cpp's special-token cache: CONTROL, USER_DEFINED and UNKNOWN tokens are matched whole.
+  for (size_t id = 0; id < spec.types.size(); ++id) {
+    const int32_t type = spec.types[id];
+    if (type == 2 || type == 3 || type == 4) impl->added.push_back({static_cast<int32_t>(id), spec.tokens[id], type != 4});
+  }
+  impl->finish();
   return Tokenizer(std::move(impl));
 }
 
@@ -381,7 +574,9 @@ Tokenizer Tokenizer::fromFile(const std::string& path) {
     readTokenizerConfig(*impl, p.parent_path());
     return Tokenizer(std::move(impl));
   }
-  return Tokenizer(tok::makeSentencePiece(p.string()));
+  auto impl = tok::makeSentencePiece(p.string());
+  readTokenizerConfig(*impl, p.parent_path());
+  return Tokenizer(std::move(impl));
 }
 
 VocabSpec Tokenizer::ggufVocab(const io::Checkpoint& checkpoint) {
@@ -409,6 +604,9 @@ VocabSpec Tokenizer::ggufVocab(const io::Checkpoint& checkpoint) {
   spec.bos = id("tokenizer.ggml.bos_token_id");
   spec.eos = id("tokenizer.ggml.eos_token_id");
   spec.unk = id("tokenizer.ggml.unknown_token_id");
+  spec.eot = id("tokenizer.ggml.eot_token_id");
+  spec.eom = id("tokenizer.ggml.eom_token_id");
+  if (const io::MetaValue* add = checkpoint.meta("tokenizer.ggml.add_bos_token")) spec.addBos = add->asBool();
   if (const io::MetaValue* prefix = checkpoint.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = prefix->asBool();
   return spec;
 }
@@ -420,7 +618,27 @@ Tokenizer Tokenizer::fromCheckpoint(const io::Checkpoint& checkpoint) {
 
 VocabSpec Tokenizer::sentencePieceVocab(const std::string& path) { return tok::readSentencePiece(path); }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text) const { return impl_->encode(text); }
+std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
+  std::vector<int32_t> out;
+  impl_->encodeAll(text, true, out);
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+  std::vector<int32_t> out;
+  if (options.addBos) {
+    if (impl_->bos < 0) fail("[tokenizer] encode: addBos is set but the vocabulary has no BOS token");
+    out.push_back(impl_->bos);
+  }
+  impl_->encodeAll(text, options.parseSpecial, out);
+  return out;
+}
+
+bool Tokenizer::addBos() const { return impl_->addBos && impl_->bos >= 0; }
+
+bool Tokenizer::isEog(int32_t id) const { return std::binary_search(impl_->eog.begin(), impl_->eog.end(), id); }
+
+std::vector<int32_t> Tokenizer::eogIds() const { return impl_->eog; }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids) const { return impl_->decode(ids); }
 

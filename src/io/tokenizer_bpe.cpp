@@ -2,6 +2,8 @@
 // merges by rank with a priority queue, as HF tokenizers' BPE::merge_word does it.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <unicode/unorm2.h>
+#include <unicode/ustring.h>
 
 #include <algorithm>
 #include <queue>
@@ -206,8 +208,8 @@ Regex::Scratch::~Scratch() {
   data_ = context_ = stack_ = nullptr;
 }
 
-void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces,
-                  Scratch& scratch) const {
+void Regex::find(std::string_view text, size_t begin, size_t end, std::vector<std::tuple<size_t, size_t, bool>>& segments,
+                 Scratch& scratch) const {
   auto* code = static_cast<pcre2_code*>(code_);
   auto* data = static_cast<pcre2_match_data*>(scratch.data_);
   auto* context = static_cast<pcre2_match_context*>(scratch.context_);
@@ -231,11 +233,113 @@ void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<s
       while (from < length && (static_cast<uint8_t>(text[begin + from]) & 0xC0) == 0x80) ++from;
       continue;
     }
-    if (s > gap) pieces.emplace_back(begin + gap, begin + s);
-    pieces.emplace_back(begin + s, begin + t);
+    if (s > gap) segments.emplace_back(begin + gap, begin + s, false);
+    segments.emplace_back(begin + s, begin + t, true);
     gap = from = t;
   }
-  if (gap < length) pieces.emplace_back(begin + gap, begin + length);
+  if (gap < length) segments.emplace_back(begin + gap, begin + length, false);
+}
+
+void Regex::split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces,
+                  Scratch& scratch) const {
+  std::vector<std::tuple<size_t, size_t, bool>> segments;
+  find(text, begin, end, segments, scratch);
+  for (auto [b, e, match] : segments) pieces.emplace_back(b, e);
+}
+
+void splitPieces(const Regex& regex, const SplitSpec& split, std::string_view text, size_t begin, size_t end,
+                 std::vector<std::pair<size_t, size_t>>& pieces, Regex::Scratch& scratch) {
+  std::vector<std::tuple<size_t, size_t, bool>> segments;
+  regex.find(text, begin, end, segments, scratch);
+  if (split.invert)
+    for (auto& segment : segments) std::get<2>(segment) = !std::get<2>(segment);
+  // As HF's NormalizedString::split: fold the marked segments by behavior.
+  std::vector<std::pair<size_t, size_t>> out;
+  bool previous = false;
+  switch (split.behavior) {
+    case SplitBehavior::isolated:
+      for (auto [b, e, match] : segments) out.emplace_back(b, e);
+      break;
+    case SplitBehavior::removed:
+      for (auto [b, e, match] : segments)
+        if (!match) out.emplace_back(b, e);
+      break;
+    case SplitBehavior::contiguous:
+      for (auto [b, e, match] : segments) {
+        if (match == previous && !out.empty()) out.back().second = e;
+        else out.emplace_back(b, e);
+        previous = match;
+      }
+      break;
+    case SplitBehavior::mergedWithPrevious:
+      for (auto [b, e, match] : segments) {
+        if (match && !previous && !out.empty()) out.back().second = e;
+        else out.emplace_back(b, e);
+        previous = match;
+      }
+      break;
+    case SplitBehavior::mergedWithNext:
+      for (size_t k = segments.size(); k-- > 0;) {
+        auto [b, e, match] = segments[k];
+        if (match && !previous && !out.empty()) out.back().first = b;
+        else out.emplace_back(b, e);
+        previous = match;
+      }
+      std::reverse(out.begin(), out.end());
+      break;
+  }
+  for (auto piece : out)
+    if (piece.second > piece.first) pieces.push_back(piece);
+}
+
+std::string normalizeUnicode(std::string_view text, std::string_view form) {
+  UErrorCode status = U_ZERO_ERROR;
+  const UNormalizer2* normalizer = form == "NFC"    ? unorm2_getNFCInstance(&status)
+                                   : form == "NFD"  ? unorm2_getNFDInstance(&status)
+                                   : form == "NFKC" ? unorm2_getNFKCInstance(&status)
+                                                    : unorm2_getNFKDInstance(&status);
+  if (U_FAILURE(status)) fail(std::string("[tokenizer] ICU has no ") + std::string(form) + " normalizer: " + u_errorName(status));
+  std::string out;
+  out.reserve(text.size());
+  std::u16string wide, normalized;
+  for (size_t i = 0; i < text.size();) {
+    // A run of valid UTF-8 (ASCII alone is already normalized in every form).
+    size_t j = i;
+    bool ascii = true;
+    while (j < text.size()) {
+      const size_t n = utf8Length(text, j);
+      if (n == 0) break;
+      ascii &= n == 1;
+      j += n;
+    }
+    if (j == i) {
+      out += text[i++];
+      continue;
+    }
+    const std::string_view run = text.substr(i, j - i);
+    i = j;
+    if (ascii) {
+      out += run;
+      continue;
+    }
+    status = U_ZERO_ERROR;
+    int32_t length = 0;
+    wide.resize(run.size());
+    u_strFromUTF8(reinterpret_cast<UChar*>(wide.data()), static_cast<int32_t>(wide.size()), &length, run.data(),
+                  static_cast<int32_t>(run.size()), &status);
+    wide.resize(length);
+    normalized.resize(wide.size() * 4 + 16);
+    status = status == U_STRING_NOT_TERMINATED_WARNING ? U_ZERO_ERROR : status;
+    const int32_t n = unorm2_normalize(normalizer, reinterpret_cast<const UChar*>(wide.data()), static_cast<int32_t>(wide.size()),
+                                       reinterpret_cast<UChar*>(normalized.data()), static_cast<int32_t>(normalized.size()), &status);
+    if (U_FAILURE(status)) fail(std::string("[tokenizer] ") + std::string(form) + " normalization failed: " + u_errorName(status));
+    std::string utf8(static_cast<size_t>(n) * 3 + 4, '\0');
+    status = U_ZERO_ERROR;
+    u_strToUTF8(utf8.data(), static_cast<int32_t>(utf8.size()), &length, reinterpret_cast<const UChar*>(normalized.data()), n, &status);
+    if (U_FAILURE(status)) fail(std::string("[tokenizer] ") + std::string(form) + " normalization failed: " + u_errorName(status));
+    out.append(utf8.data(), length);
+  }
+  return out;
 }
 
 namespace {
@@ -255,6 +359,7 @@ class Bpe final : public Tokenizer::Impl {
         byteFallback_(spec.byteFallback),
         fuseUnk_(spec.fuseUnk),
         prependAlways_(spec.prependAlways),
+        prependFirstOnly_(spec.prependFirstOnly),
         splitOnSpace_(spec.splitOnSpace),
         prepend_(spec.prepend),
         space_(spec.space),
@@ -310,7 +415,9 @@ class Bpe final : public Tokenizer::Impl {
       // A pair listed twice keeps its last rank, as HF's merge map (and GPT-2's bpe_ranks dict) do.
       merges_.insert_or_assign(key(left, right), Merge{static_cast<int32_t>(rank), merged});
     }
-    for (const std::string& pattern : spec.patterns) regexes_.push_back(std::make_unique<Regex>(pattern, origin_));
+    for (const SplitSpec& split : spec.splits) regexes_.push_back(std::make_unique<Regex>(split.pattern, origin_));
+    splits_ = std::move(spec.splits);
+    forms_ = std::move(spec.forms);
     // Without a pre-tokenizer the whole text is one word. When no token holds the space marker
     // after another character ("x▁"), no merge can cross the start of a "▁word": such words
     // encode independently (same ids, and repeated words once).
@@ -336,8 +443,12 @@ class Bpe final : public Tokenizer::Impl {
     return out;
   }
 
-  std::vector<int32_t> encode(std::string_view input) const override {
+  std::vector<int32_t> encode(std::string_view input, bool first) const override {
     std::string normalized;
+    for (const std::string& form : forms_) {
+      normalized = normalizeUnicode(input, form);
+      input = normalized;
+    }
     if (addPrefixSpace_ && !input.empty() && input[0] != ' ') {
       normalized = " " + std::string(input);
       input = normalized;
@@ -346,7 +457,8 @@ class Bpe final : public Tokenizer::Impl {
       // HF's Prepend + Replace normalizers, or the Metaspace pre-tokenizer (which prepends only
       // when the text does not already start with the marker).
       std::string text = space_.empty() ? std::string(input) : replaceAll(input, " ", space_);
-      if (!prepend_.empty() && (prependAlways_ || !std::string_view(text).starts_with(prepend_))) text = prepend_ + text;
+      if (!prepend_.empty() && (first || !prependFirstOnly_) && (prependAlways_ || !std::string_view(text).starts_with(prepend_)))
+        text = prepend_ + text;
       normalized = std::move(text);
       input = normalized;
     }
@@ -364,10 +476,10 @@ class Bpe final : public Tokenizer::Impl {
       }
       if (begin < input.size()) pieces.emplace_back(begin, input.size());
     }
-    for (const auto& regex : regexes_) {
+    for (size_t k = 0; k < regexes_.size(); ++k) {
       next.clear();
-      Regex::Scratch scratch(*regex);
-      for (auto [b, e] : pieces) regex->split(input, b, e, next, scratch);
+      Regex::Scratch scratch(*regexes_[k]);
+      for (auto [b, e] : pieces) splitPieces(*regexes_[k], splits_[k], input, b, e, next, scratch);
       pieces.swap(next);
     }
     std::vector<int32_t> out;
@@ -520,7 +632,7 @@ class Bpe final : public Tokenizer::Impl {
   }
 
   std::string origin_;
-  bool byteLevel_, ignoreMerges_, addPrefixSpace_, byteFallback_, fuseUnk_, prependAlways_, splitOnSpace_;
+  bool byteLevel_, ignoreMerges_, addPrefixSpace_, byteFallback_, fuseUnk_, prependAlways_, prependFirstOnly_, splitOnSpace_;
   bool wordsSplit_ = false;
   std::string prepend_, space_;
   int32_t unk_;
@@ -530,6 +642,8 @@ class Bpe final : public Tokenizer::Impl {
   std::array<int32_t, 256> fallbackIds_{};  // SentencePiece-style: byte -> <0xNN>
   std::unordered_map<uint64_t, Merge> merges_;
   std::vector<std::unique_ptr<Regex>> regexes_;
+  std::vector<SplitSpec> splits_;
+  std::vector<std::string> forms_;
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -15,10 +16,23 @@
 
 namespace radix {
 
+/// A token matched whole in the text before pre-tokenization (tokenizer.json added_tokens, GGUF
+/// CONTROL / USER_DEFINED / UNKNOWN tokens), with HF's AddedToken flags.
+struct AddedToken {
+  int32_t id = -1;
+  std::string content;
+  bool special = true;      // skipped when EncodeOptions::parseSpecial is false
+  bool lstrip = false;      // swallows the whitespace on its left
+  bool rstrip = false;      // swallows the whitespace on its right
+  bool singleWord = false;  // only where no word character touches it
+};
+
 /// One tokenizer model. Texts are the vocabulary's spellings ("Ġworld", "▁world"); ids index them.
 struct Tokenizer::Impl {
   virtual ~Impl() = default;
-  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  /// Encodes one stretch of plain text (no added tokens in it); `first`: it starts the input,
+  /// rather than following an added token (Metaspace's prepend_scheme "first").
+  virtual std::vector<int32_t> encode(std::string_view text, bool first = true) const = 0;
   virtual std::string tokenBytes(int32_t id) const = 0;
   /// Default: the concatenated tokenBytes.
   virtual std::string decode(std::span<const int32_t> ids) const;
@@ -26,9 +40,19 @@ struct Tokenizer::Impl {
   /// Throws "[tokenizer] token id N out of range [0, size)".
   void checkId(int32_t id) const;
 
+  /// Indexes `added` and computes the end-of-generation set: the loaders call it last.
+  void finish();
+  /// Splits `text` at the added tokens and encodes the stretches between them, appending to `out`.
+  void encodeAll(std::string_view text, bool parseSpecial, std::vector<int32_t>& out) const;
+
   std::vector<std::string> texts;                 // id -> spelling ("" for holes)
   std::unordered_map<std::string, int32_t> ids;   // spelling -> id
   int32_t bos = -1, eos = -1;
+  bool addBos = false;
+  std::vector<AddedToken> added;
+  std::vector<int32_t> eogExtra;                  // eot / eom / generation_config ids beyond eos
+  std::vector<int32_t> eog;                       // finish(): sorted end-of-generation ids
+  std::array<std::vector<uint32_t>, 256> addedByByte;  // finish(): first byte -> `added` indices, longest first
 };
 
 namespace tok {
@@ -76,6 +100,9 @@ class Regex {
   /// behavior Isolated: every match, and every gap between matches, is a piece.
   void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces,
              Scratch& scratch) const;
+  /// The matches and the gaps between them in order, each marked (true for a match).
+  void find(std::string_view text, size_t begin, size_t end, std::vector<std::tuple<size_t, size_t, bool>>& segments,
+            Scratch& scratch) const;
   /// The same with a scratch of its own.
   void split(std::string_view text, size_t begin, size_t end, std::vector<std::pair<size_t, size_t>>& pieces) const {
     Scratch scratch(*this);
@@ -87,6 +114,34 @@ class Regex {
   void* context_ = nullptr;  // pcre2_match_context_8*
 };
 
+/// A GGUF tokenizer.ggml.pre of byte-level BPE as llama.cpp reads it: its names, the Split
+/// regexes applied in sequence, and llama.cpp's flags for it.
+struct PreType {
+  std::vector<std::string_view> names;
+  std::vector<const char*> patterns;
+  bool ignoreMerges = false;  // a whole piece found in the vocabulary is one token
+  bool addBos = false;        // llama.cpp's add_bos default
+};
+/// nullptr for an unknown name; "" is llama.cpp's "default" (a missing key).
+const PreType* findPreType(std::string_view name);
+/// The known names, comma-separated, for errors.
+std::string preTypeNames();
+
+/// HF's Split pre-tokenizer: a regex, what becomes of its matches, and whether the matches are
+/// the gaps instead (invert).
+enum class SplitBehavior { isolated, removed, mergedWithPrevious, mergedWithNext, contiguous };
+struct SplitSpec {
+  std::string pattern;
+  SplitBehavior behavior = SplitBehavior::isolated;
+  bool invert = false;
+};
+/// Appends to `pieces` the pieces of text[begin, end) cut by `regex` as HF's Split does.
+void splitPieces(const Regex& regex, const SplitSpec& split, std::string_view text, size_t begin, size_t end,
+                 std::vector<std::pair<size_t, size_t>>& pieces, Regex::Scratch& scratch);
+
+/// Unicode normalization of valid UTF-8 runs ("NFC", "NFD", "NFKC", "NFKD"); invalid bytes stay.
+std::string normalizeUnicode(std::string_view text, std::string_view form);
+
 /// BPE by merge ranks, as tokenizer.json / GGUF describe it: byte-level (GPT-2, Llama 3), or
 /// SentencePiece-style over characters with <0xNN> byte fallback (HF's Llama 2 tokenizer.json).
 struct BpeSpec {
@@ -94,7 +149,8 @@ struct BpeSpec {
   std::vector<std::string> texts;            // id -> spelling ("" for holes)
   std::vector<bool> control;                 // id -> decodes to nothing (may be shorter than texts)
   std::vector<std::pair<std::string, std::string>> merges;  // by rank
-  std::vector<std::string> patterns;         // Split regexes applied in sequence
+  std::vector<SplitSpec> splits;             // Split pre-tokenizers applied in sequence
+  std::vector<std::string> forms;            // Unicode normalizations applied first, in order
   bool ignoreMerges = false;                 // a whole word found in the vocabulary is one token
   bool addPrefixSpace = false;
   int32_t unk = -1;
@@ -106,6 +162,7 @@ struct BpeSpec {
   std::string space;                         // replaces ' ' ("▁"); decode maps it back
   std::string prepend;                       // put before the text ("▁"); decode drops one leading space
   bool prependAlways = true;                 // false: only when the text does not start with it (Metaspace)
+  bool prependFirstOnly = false;             // Metaspace prepend_scheme "first": only where the input starts
   bool splitOnSpace = false;                 // Metaspace split: a word starts at each `space`
 };
 std::shared_ptr<Tokenizer::Impl> makeBpe(BpeSpec spec);

@@ -99,7 +99,7 @@ class Spm final : public Tokenizer::Impl {
     return out;
   }
 
-  std::vector<int32_t> encode(std::string_view input) const override {
+  std::vector<int32_t> encode(std::string_view input, bool) const override {
     std::vector<int32_t> out;
     if (input.empty()) return out;
     std::string text;
@@ -242,11 +242,15 @@ class SentencePiece final : public Tokenizer::Impl {
     }
     bos = processor_->bos_id() < n ? processor_->bos_id() : -1;
     eos = processor_->eos_id() < n ? processor_->eos_id() : -1;
+    addBos = true;
+    for (int id = 0; id < n; ++id)
+      if (processor_->IsControl(id) || processor_->IsUnknown(id)) added.push_back({id, texts[id], true});
+    finish();
   }
 
   std::string kind() const override { return "sentencepiece"; }
 
-  std::vector<int32_t> encode(std::string_view text) const override {
+  std::vector<int32_t> encode(std::string_view text, bool) const override {
     std::vector<int> result;
     const auto status = processor_->Encode(text, &result);
     if (!status.ok()) fail("[tokenizer] " + origin_ + ": sentencepiece encode failed: " + status.ToString());

@@ -62,6 +62,9 @@ std::optional<Tokenizer> ggufTokenizer(const io::Checkpoint& c) {
   if (const io::MetaValue* v = c.meta("tokenizer.ggml.eos_token_id")) spec.eos = static_cast<int32_t>(v->asInt());
   if (const io::MetaValue* v = c.meta("tokenizer.ggml.unknown_token_id")) spec.unk = static_cast<int32_t>(v->asInt());
   if (const io::MetaValue* v = c.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = v->asBool();
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.add_bos_token")) spec.addBos = v->asBool();
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.eot_token_id")) spec.eot = static_cast<int32_t>(v->asInt());
+  if (const io::MetaValue* v = c.meta("tokenizer.ggml.eom_token_id")) spec.eom = static_cast<int32_t>(v->asInt());
   return Tokenizer::fromVocab(spec);
 }
 

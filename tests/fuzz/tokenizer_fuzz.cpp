@@ -3,7 +3,9 @@
 // text is encoded and decoded by it, and by a fixed byte-level BPE and a fixed native SentencePiece
 // vocabulary. Byte-level BPE must give the text back byte for byte.
 // A first part starting "#vocab\n" is a GGUF-like vocabulary instead: one token per line, then a
-// line "#merges" and "a b" merge lines; it is loaded as model "gpt2" and as model "llama".
+// line "#merges" and "a b" merge lines; it is loaded as model "gpt2" and as model "llama". A line
+// "#pre NAME" picks the tokenizer.ggml.pre; tokens "<|...|>" are CONTROL, "[...]" USER_DEFINED.
+// Texts are encoded with and without special tokens and BOS.
 #include <radix/error.h>
 #include <radix/tokenizer.h>
 
@@ -71,10 +73,16 @@ const radix::Tokenizer& sentencePiece() {
 
 void roundTrip(const radix::Tokenizer& tok, std::string_view text, bool exact) {
   try {
-    const std::vector<int32_t> ids = tok.encode(text);
+    // Special tokens in the text decode to nothing: exact round trips leave them to the model.
+    const std::vector<int32_t> ids = tok.encode(text, {.parseSpecial = false});
     const std::string back = tok.decode(ids);
     if (exact && back != text) std::abort();
-    for (int32_t id : ids) tok.tokenBytes(id);
+    for (int32_t id : ids) tok.tokenBytes(id), tok.isEog(id);
+    const std::vector<int32_t> special = tok.encode(text, {.addBos = tok.addBos()});
+    if (tok.addBos() && (special.empty() || special[0] != tok.bos())) std::abort();
+    tok.decode(special);
+    for (int32_t id : tok.eogIds())
+      if (!tok.isEog(id)) std::abort();
   } catch (const radix::Error&) {
   }
 }
@@ -95,9 +103,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const std::string line(json.substr(begin, end - begin));
       begin = end + 1;
       if (line == "#merges") merges = true;
+      else if (line.starts_with("#pre ")) spec.pre = line.substr(5);
       else if (merges) spec.merges.push_back(line);
       else spec.tokens.push_back(line), spec.scores.push_back(-static_cast<float>(line.size() % 5)),
-           spec.types.push_back(line.size() == 6 && line.starts_with("<0x") ? 6 : 1);
+           spec.types.push_back(line.size() == 6 && line.starts_with("<0x") ? 6
+                                : line.starts_with("<|")                    ? 3
+                                : line.starts_with("[")                     ? 4
+                                                                            : 1);
     }
     spec.unk = spec.tokens.empty() ? -1 : 0;
     for (const char* model : {"gpt2", "llama"}) {

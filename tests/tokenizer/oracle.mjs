@@ -7,6 +7,9 @@
 //   llama-tokenizer-js       Llama 1/2 SentencePiece vocabulary and its JS encoder
 // and writes HF tokenizer.json files for GPT-2 (from encoder.json + vocab.bpe) and Llama 2 (from
 // llama-tokenizer-js's data) into build/npm/, which @huggingface/tokenizers encodes with too.
+// and, through @huggingface/tokenizers, the synthetic tokenizer.json files of the model families
+// (tests/tokenizer/families/*.json, written by tests/tokenizer/make_families.py) on sample.txt and
+// families.txt (special tokens, NFC-sensitive text, digits, whitespace runs, code).
 // Writes build/npm/expected/<tokenizer>-<text>.json = {"text": ..., "ids": [...]}.
 import fs from 'fs';
 import path from 'path';
@@ -88,6 +91,15 @@ const oracles = {
 for (const [name, encode] of Object.entries(oracles)) {
   for (const [label, text] of Object.entries(texts)) {
     fs.writeFileSync(path.join(out, `${name}-${label}.json`), JSON.stringify({ text, ids: encode(text) }));
+  }
+}
+const familyTexts = { sample: texts.sample, families: fs.readFileSync(path.join(source, 'tests/tokenizer/families.txt'), 'utf8') };
+const familiesDir = path.join(source, 'tests/tokenizer/families');
+for (const file of fs.readdirSync(familiesDir).filter((f) => f.endsWith('.json')).sort()) {
+  const family = new Tokenizer(JSON.parse(fs.readFileSync(path.join(familiesDir, file), 'utf8')), {});
+  for (const [label, text] of Object.entries(familyTexts)) {
+    const ids = Array.from(family.encode(text, { add_special_tokens: false }).ids);
+    fs.writeFileSync(path.join(out, `family-${path.basename(file, '.json')}-${label}.json`), JSON.stringify({ text, ids }));
   }
 }
 // The vocabulary by id and the merges by priority (HF's conversion of the SentencePiece scores).
