@@ -108,9 +108,9 @@ struct ConvNd {
   int64_t groups = 1;
   bool samePadding = false;
 
-  Tensor forward(Tensor x) const {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
     constexpr const char* kName = N == 1 ? "nn.Conv1d" : "nn.Conv2d";
-    return detail::inLayer(kName, [&] {
+    return detail::inLayer(kName, *this, loc, [&] {
       const Tensor t = detail::channelsFirst<N>(x, kName);
       const int64_t channels = t.dim("c");
       const std::string wantW = N == 1 ? "{out, in/groups, k}" : "{out, in/groups, kh, kw}";
@@ -175,8 +175,8 @@ struct BatchNorm {
   Tensor running_var;
   double eps = 1e-5;
 
-  Tensor forward(Tensor x) const {
-    return detail::inLayer("nn.BatchNorm", [&] {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.BatchNorm", *this, loc, [&] {
       detail::require(isFloat(x.dtype()), "nn.BatchNorm", "needs a float tensor, got " + x.shape().str());
       const int64_t c = detail::channelAxis(x, "nn.BatchNorm");
       const DType ct = detail::computeType(x.dtype());
@@ -210,8 +210,8 @@ struct GroupNorm {
   int64_t groups = 1;
   double eps = 1e-5;
 
-  Tensor forward(Tensor x) const {
-    return detail::inLayer("nn.GroupNorm", [&] {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.GroupNorm", *this, loc, [&] {
       detail::require(isFloat(x.dtype()), "nn.GroupNorm", "needs a float tensor, got " + x.shape().str());
       const int64_t c = detail::channelAxis(x, "nn.GroupNorm");
       detail::require(c == 1, "nn.GroupNorm", "the channel axis must be axis 1 ({b, c, ...}), got " + x.shape().str());

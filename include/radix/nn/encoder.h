@@ -49,12 +49,14 @@ struct MultiHeadAttention {
   bool causal = false;
 
   /// Self-attention of x {b, s, d}: x.forward(x, lengths) -> {b, s, d}
-  Tensor forward(Tensor x, std::optional<Tensor> keyLengths) const { return attend(x, x, std::move(keyLengths)); }
+  Tensor forward(Tensor x, std::optional<Tensor> keyLengths, Loc loc = Loc::current()) const {
+    return attend(x, x, std::move(keyLengths), loc);
+  }
 
   /// Attention of `queries` {b, s=n, d} over `keysValues` {b, s=m, d} (cross-attention):
   /// attend({b=2,s=3,d=8}, {b=2,s=7,d=8}, {}) -> {b=2,s=3,d=8}
-  Tensor attend(Tensor queries, Tensor keysValues, std::optional<Tensor> keyLengths) const {
-    return detail::inLayer("nn.MultiHeadAttention", [&] {
+  Tensor attend(Tensor queries, Tensor keysValues, std::optional<Tensor> keyLengths, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.MultiHeadAttention", *this, loc, [&] {
       const char* name = "nn.MultiHeadAttention";
       const Tensor xq = detail::sequenceInput(queries, name), xkv = detail::sequenceInput(keysValues, name);
       const bool fused = in_proj_weight.has_value();
@@ -119,8 +121,8 @@ struct TransformerEncoderLayer {
   bool normFirst = false;
   EncoderActivation activation = EncoderActivation::relu;
 
-  Tensor forward(Tensor x, std::optional<Tensor> keyLengths) const {
-    return detail::inLayer("nn.TransformerEncoderLayer", [&] {
+  Tensor forward(Tensor x, std::optional<Tensor> keyLengths, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.TransformerEncoderLayer", *this, loc, [&] {
       const Tensor t = detail::sequenceInput(x, "nn.TransformerEncoderLayer");
       auto feedForward = [&](const Tensor& h) {
         Linear l1 = linear1, l2 = linear2;

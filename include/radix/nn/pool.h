@@ -45,8 +45,8 @@ struct MaxPool2d {
   std::array<int64_t, 2> padding = {0, 0};
   std::array<int64_t, 2> dilation = {1, 1};
 
-  Tensor forward(Tensor x) const {
-    return detail::inLayer("nn.MaxPool2d", [&] {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.MaxPool2d", *this, loc, [&] {
       const Tensor t = detail::channelsFirst<2>(x, "nn.MaxPool2d", false);
       return t.maxPool(detail::poolOptions("nn.MaxPool2d", kernel, stride, padding, dilation));
     });
@@ -63,8 +63,8 @@ struct AvgPool2d {
   std::array<int64_t, 2> padding = {0, 0};
   bool countIncludePad = true;
 
-  Tensor forward(Tensor x) const {
-    return detail::inLayer("nn.AvgPool2d", [&] {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.AvgPool2d", *this, loc, [&] {
       const Tensor t = detail::channelsFirst<2>(x, "nn.AvgPool2d", false);
       detail::require(isFloat(t.dtype()), "nn.AvgPool2d", "needs a float tensor, got " + t.shape().str());
       const Tensor::PoolOptions o = detail::poolOptions("nn.AvgPool2d", kernel, stride, padding, {1, 1});
@@ -83,8 +83,8 @@ struct AvgPool2d {
 struct AdaptiveAvgPool2d {
   std::array<int64_t, 2> outputSize = {1, 1};
 
-  Tensor forward(Tensor x) const {
-    return detail::inLayer("nn.AdaptiveAvgPool2d", [&] {
+  Tensor forward(Tensor x, Loc loc = Loc::current()) const {
+    return detail::inLayer("nn.AdaptiveAvgPool2d", *this, loc, [&] {
       Tensor t = detail::channelsFirst<2>(x, "nn.AdaptiveAvgPool2d", false);
       detail::require(isFloat(t.dtype()), "nn.AdaptiveAvgPool2d", "needs a float tensor, got " + t.shape().str());
       detail::require(outputSize[0] >= 1 && outputSize[1] >= 1, "nn.AdaptiveAvgPool2d",
