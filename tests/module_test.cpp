@@ -185,39 +185,58 @@ TEST(Module, DonationOfTransposedInputIsStillCorrect) {
 
 // A KV-cache write into a donated buffer touches the written rows only: no full-size copy of
 // the cache onto itself is left in the lowered code.
-TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
-  const std::string dir = ::testing::TempDir() + "radix_donated_self_copy";
-  std::filesystem::remove_all(dir);
-  radix::CompileOptions options;
-  options.threads = 1;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "convert-linalg-to-loops";
-  const radix::Platform platform = cpu().withOptions(options);
-  auto write = [](Tensor cache, Tensor row, Tensor pos) {
-    return cache.dynamicUpdateSlice({{"s", pos}}, row).reuseBuffer(cache);
-  };
-  const Shape cacheShape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
-  std::vector<float> zeros(64 * 6, 0.f);
-  Tensor cache = Tensor::fromValues(platform, cacheShape, zeros);
-  Tensor row = Tensor::fromValues(platform, Shape({1, 2, 3}, DType::f32).withTags({"s", "h", "d"}), {1, 2, 3, 4, 5, 6});
-  Tensor pos = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{7});
-  const void* address = cache.bufferAddress();
-  Tensor result = radix::testing::compileAndCall(platform, write, cache, row, pos);
-  EXPECT_EQ(result.bufferAddress(), address);
-  std::vector<float> expected = zeros;
-  for (int i = 0; i < 6; ++i) expected[7 * 6 + i] = static_cast<float>(i + 1);
-  radix::testing::expectClose(result, expected, 0);
-  int dumps = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-    if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
-    ++dumps;
-    std::ifstream in(entry.path());
-    for (std::string line; std::getline(in, line);)
-      EXPECT_EQ(line.find("memref<64x2x3xf32> to memref<64x2x3xf32>"), std::string::npos) << line;
+struct CacheWriter {
+  Tensor scale;
+  Tensor forward(Tensor cache, Tensor row, Tensor pos) const {
+    return cache.dynamicUpdateSlice({{"s", pos}}, row.mul(scale)).reuseBuffer(cache);
   }
-  EXPECT_EQ(dumps, 1);
-  std::filesystem::remove_all(dir);
+};
+struct CacheWriterCaller {
+  CacheWriter writer;
+  Tensor forward(Tensor cache, Tensor row, Tensor pos) const { return radix::call(writer, &CacheWriter::forward, cache, row, pos); }
+};
+
+// A donated cache written at one row, in @main or inside a radix::call (a private function),
+// is written in place: no copy of the whole cache, and the result takes the cache's buffer.
+TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
+  for (const bool inCall : {false, true}) {
+    SCOPED_TRACE(inCall ? "inside radix::call" : "in @main");
+    const std::string dir = ::testing::TempDir() + "radix_donated_self_copy";
+    std::filesystem::remove_all(dir);
+    radix::CompileOptions options;
+    options.threads = 1;
+    options.cache = false;
+    options.dumpDir = dir;
+    options.dumpPasses = true;
+    options.dumpPassRegex = "convert-linalg-to-loops";
+    const radix::Platform platform = cpu().withOptions(options);
+    const Shape rowShape = Shape({1, 2, 3}, DType::f32).withTags({"s", "h", "d"});
+    const Shape cacheShape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
+    std::vector<float> zeros(64 * 6, 0.f);
+    Tensor cache = Tensor::fromValues(platform, cacheShape, zeros);
+    Tensor row = Tensor::fromValues(platform, rowShape, {1, 2, 3, 4, 5, 6});
+    Tensor pos = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{7});
+    CacheWriterCaller model{{Tensor::fromValues(platform, rowShape, {2, 2, 2, 2, 2, 2})}};
+    const void* address = cache.bufferAddress();
+    Tensor result = inCall ? radix::testing::compileAndCall(platform, &CacheWriterCaller::forward, model, cache, row, pos)
+                           : radix::testing::compileAndCall(platform, &CacheWriter::forward, model.writer, cache, row, pos);
+    EXPECT_EQ(result.bufferAddress(), address);
+    std::vector<float> expected = zeros;
+    for (int i = 0; i < 6; ++i) expected[7 * 6 + i] = 2.f * static_cast<float>(i + 1);
+    radix::testing::expectClose(result, expected, 0);
+    int dumps = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+      if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
+      ++dumps;
+      std::ifstream in(entry.path());
+      for (std::string line; std::getline(in, line);) {
+        EXPECT_EQ(line.find("memref<64x2x3xf32> to memref<64x2x3xf32>"), std::string::npos) << line;
+        EXPECT_EQ(line.find("memref.alloc() {alignment = 64 : i64} : memref<64x2x3xf32>"), std::string::npos) << line;
+      }
+    }
+    EXPECT_EQ(dumps, inCall ? 2 : 1);  // one per function
+    std::filesystem::remove_all(dir);
+  }
 }
 
 // A result buffer of 1 MiB or more goes back to a pool when its tensor dies, and the next

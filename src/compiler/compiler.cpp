@@ -79,7 +79,7 @@ constexpr const char* kProfileSitesSizeSymbol = "radix_profile_sites_size";
 constexpr size_t kMaxProfileSitesBytes = 64 << 20;
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-9";
+constexpr const char* kPipelineVersion = "pipeline-10";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -92,6 +92,9 @@ const char* kBufferizePipeline =
     "func.func(radix-fold-unit-dims,canonicalize,cse,linalg-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse,"
     "eliminate-empty-tensors,"
     "one-shot-bufferize{allow-return-allocs-from-loops bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map},"
+    // A private function that writes an argument in place returns that argument: its call sites
+    // use the argument, so a donated buffer written inside a radix::call is not copied back.
+    "drop-equivalent-buffer-results,"
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
     "buffer-deallocation-pipeline,convert-bufferization-to-memref";
 
