@@ -4,6 +4,7 @@
 #include <radix/testing.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <regex>
 
@@ -235,6 +236,58 @@ TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
       }
     }
     EXPECT_EQ(dumps, inCall ? 2 : 1);  // one per function
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// whileLoop carries its state in place: one copy of the (non-donated) initial state into the loop's
+// buffer, none per iteration, and the result copied out once.
+TEST(Module, WhileLoopCarriesItsStateInPlace) {
+  struct State {
+    Tensor x, i;
+  };
+  struct Case {
+    const char* name;
+    std::function<Tensor(const Tensor&)> step;
+    float perIteration;
+  };
+  const Case cases[] = {
+      {"addConstant", [](const Tensor& x) { return x.addConstant(1.5); }, 1.5f},
+      {"add", [](const Tensor& x) { return x.add(Tensor::scalar(0.5, DType::f32).broad(x.shape())); }, 0.5f},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string dir = ::testing::TempDir() + "radix_while_in_place";
+    std::filesystem::remove_all(dir);
+    radix::CompileOptions options;
+    options.threads = 1;
+    options.cache = false;
+    options.dumpDir = dir;
+    options.dumpPasses = true;
+    options.dumpPassRegex = "convert-linalg-to-loops";
+    const radix::Platform platform = cpu().withOptions(options);
+    const Shape shape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
+    std::vector<float> init(64 * 6);
+    for (size_t k = 0; k < init.size(); ++k) init[k] = static_cast<float>(k % 5);
+    auto fn = [&](Tensor x) {
+      const State s = radix::whileLoop(
+          State{x, Tensor::scalar(0, DType::i32)}, [](const State& s) { return s.i.lt(5); },
+          [&](const State& s) { return State{c.step(s.x), s.i.addConstant(1)}; });
+      return s.x;
+    };
+    Tensor result = radix::testing::compileAndCall(platform, fn, Tensor::fromValues(platform, shape, init));
+    std::vector<float> expected = init;
+    for (float& v : expected) v += 5 * c.perIteration;
+    radix::testing::expectClose(result, expected, 1e-6);
+    std::string ir;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+      if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
+      std::ifstream in(entry.path());
+      ir += std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    ASSERT_FALSE(ir.empty());
+    EXPECT_LE(count(ir, "memref.alloc() {alignment = 64 : i64} : memref<64x2x3xf32>"), 1u) << ir;
+    EXPECT_LE(count(ir, "memref<64x2x3xf32> to memref<64x2x3xf32>"), 2u) << ir;  // copies
     std::filesystem::remove_all(dir);
   }
 }

@@ -84,12 +84,14 @@ constexpr const char* kPipelineVersion = "pipeline-10";
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 
-// Tensors -> buffers.
-const char* kBufferizePipeline =
+// Tensors -> fused linalg on tensors -> buffers.
+const char* kFusePipeline =
     "convert-elementwise-to-linalg,"
     "func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,"
     // fast_ewise.cpp: unit dims folded (reshapes out of the way), row ops fused over rows.
-    "func.func(radix-fold-unit-dims,canonicalize,cse,linalg-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse,"
+    "func.func(radix-fold-unit-dims,canonicalize,cse,linalg-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse";
+// Between the two: writeLoopStateInPlace.
+const char* kBufferizePipeline =
     "eliminate-empty-tensors,"
     "one-shot-bufferize{allow-return-allocs-from-loops bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map},"
     // A private function that writes an argument in place returns that argument: its call sites
@@ -292,6 +294,31 @@ void addProfileSites(mlir::ModuleOp module, const std::string& text) {
 }
 
 bool profileOn(const CompileOptions& options) { return options.profile ? *options.profile : profileEnvOn(); }
+
+/// In a whileLoop body, an elementwise op that computes a state value into a fresh tensor writes
+/// into the state argument it reads at the same index instead (its body never reads the init), so
+/// that bufferization carries the state in place: no new buffer per iteration, and no copy of the
+/// state where the condition forwards it. Where the argument is still read later, bufferization
+/// gives the op a new buffer, as before.
+void writeLoopStateInPlace(mlir::ModuleOp module) {
+  module.walk([&](mlir::linalg::GenericOp op) {
+    auto loop = mlir::dyn_cast<mlir::scf::WhileOp>(op->getParentOp());
+    if (!loop || op->getBlock() != loop.getAfterBody() || !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1)
+      return;
+    mlir::OpOperand* init = op.getDpsInitOperand(0);
+    if (!init->get().getDefiningOp<mlir::tensor::EmptyOp>() || op.payloadUsesValueFromOperand(init) ||
+        !op.getMatchingIndexingMap(init).isIdentity())
+      return;
+    for (mlir::OpOperand* in : op.getDpsInputOperands()) {
+      auto arg = mlir::dyn_cast<mlir::BlockArgument>(in->get());
+      if (!arg || arg.getOwner() != loop.getAfterBody() || arg.getType() != init->get().getType() ||
+          !op.getMatchingIndexingMap(in).isIdentity() || llvm::count(op->getOperands(), in->get()) != 1)
+        continue;
+      init->set(in->get());
+      return;
+    }
+  });
+}
 
 void initLlvmOnce() {
   static std::once_flag once;
@@ -714,6 +741,8 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     resultAlias = prepareEntry(*lowered, signature);
     retypeZeroSizeBoundaries(*lowered, resultAlias);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
+    runPipeline(kFusePipeline, "fusion");
+    writeLoopStateInPlace(*lowered);
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
     if (profile) sites = instrumentProfile(*lowered);
