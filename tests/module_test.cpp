@@ -4,6 +4,7 @@
 #include <radix/testing.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <regex>
 
@@ -261,39 +262,110 @@ TEST(Module, DonationOfTransposedInputIsStillCorrect) {
 
 // A KV-cache write into a donated buffer touches the written rows only: no full-size copy of
 // the cache onto itself is left in the lowered code.
-TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
-  const std::string dir = ::testing::TempDir() + "radix_donated_self_copy";
-  std::filesystem::remove_all(dir);
-  radix::CompileOptions options;
-  options.threads = 1;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "convert-linalg-to-loops";
-  const radix::Platform platform = cpu().withOptions(options);
-  auto write = [](Tensor cache, Tensor row, Tensor pos) {
-    return cache.dynamicUpdateSlice({{"s", pos}}, row).reuseBuffer(cache);
-  };
-  const Shape cacheShape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
-  std::vector<float> zeros(64 * 6, 0.f);
-  Tensor cache = Tensor::fromValues(platform, cacheShape, zeros);
-  Tensor row = Tensor::fromValues(platform, Shape({1, 2, 3}, DType::f32).withTags({"s", "h", "d"}), {1, 2, 3, 4, 5, 6});
-  Tensor pos = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{7});
-  const void* address = cache.bufferAddress();
-  Tensor result = radix::testing::compileAndCall(platform, write, cache, row, pos);
-  EXPECT_EQ(result.bufferAddress(), address);
-  std::vector<float> expected = zeros;
-  for (int i = 0; i < 6; ++i) expected[7 * 6 + i] = static_cast<float>(i + 1);
-  radix::testing::expectClose(result, expected, 0);
-  int dumps = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-    if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
-    ++dumps;
-    std::ifstream in(entry.path());
-    for (std::string line; std::getline(in, line);)
-      EXPECT_EQ(line.find("memref<64x2x3xf32> to memref<64x2x3xf32>"), std::string::npos) << line;
+struct CacheWriter {
+  Tensor scale;
+  Tensor forward(Tensor cache, Tensor row, Tensor pos) const {
+    return cache.dynamicUpdateSlice({{"s", pos}}, row.mul(scale)).reuseBuffer(cache);
   }
-  EXPECT_EQ(dumps, 1);
-  std::filesystem::remove_all(dir);
+};
+struct CacheWriterCaller {
+  CacheWriter writer;
+  Tensor forward(Tensor cache, Tensor row, Tensor pos) const { return radix::call(writer, &CacheWriter::forward, cache, row, pos); }
+};
+
+// A donated cache written at one row, in @main or inside a radix::call (a private function),
+// is written in place: no copy of the whole cache, and the result takes the cache's buffer.
+TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
+  for (const bool inCall : {false, true}) {
+    SCOPED_TRACE(inCall ? "inside radix::call" : "in @main");
+    const std::string dir = ::testing::TempDir() + "radix_donated_self_copy";
+    std::filesystem::remove_all(dir);
+    radix::CompileOptions options;
+    options.threads = 1;
+    options.cache = false;
+    options.dumpDir = dir;
+    options.dumpPasses = true;
+    options.dumpPassRegex = "convert-linalg-to-loops";
+    const radix::Platform platform = cpu().withOptions(options);
+    const Shape rowShape = Shape({1, 2, 3}, DType::f32).withTags({"s", "h", "d"});
+    const Shape cacheShape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
+    std::vector<float> zeros(64 * 6, 0.f);
+    Tensor cache = Tensor::fromValues(platform, cacheShape, zeros);
+    Tensor row = Tensor::fromValues(platform, rowShape, {1, 2, 3, 4, 5, 6});
+    Tensor pos = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{7});
+    CacheWriterCaller model{{Tensor::fromValues(platform, rowShape, {2, 2, 2, 2, 2, 2})}};
+    const void* address = cache.bufferAddress();
+    Tensor result = inCall ? radix::testing::compileAndCall(platform, &CacheWriterCaller::forward, model, cache, row, pos)
+                           : radix::testing::compileAndCall(platform, &CacheWriter::forward, model.writer, cache, row, pos);
+    EXPECT_EQ(result.bufferAddress(), address);
+    std::vector<float> expected = zeros;
+    for (int i = 0; i < 6; ++i) expected[7 * 6 + i] = 2.f * static_cast<float>(i + 1);
+    radix::testing::expectClose(result, expected, 0);
+    int dumps = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+      if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
+      ++dumps;
+      std::ifstream in(entry.path());
+      for (std::string line; std::getline(in, line);) {
+        EXPECT_EQ(line.find("memref<64x2x3xf32> to memref<64x2x3xf32>"), std::string::npos) << line;
+        EXPECT_EQ(line.find("memref.alloc() {alignment = 64 : i64} : memref<64x2x3xf32>"), std::string::npos) << line;
+      }
+    }
+    EXPECT_EQ(dumps, inCall ? 2 : 1);  // one per function
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// whileLoop carries its state in place: one copy of the (non-donated) initial state into the loop's
+// buffer, none per iteration, and the result copied out once.
+TEST(Module, WhileLoopCarriesItsStateInPlace) {
+  struct State {
+    Tensor x, i;
+  };
+  struct Case {
+    const char* name;
+    std::function<Tensor(const Tensor&)> step;
+    float perIteration;
+  };
+  const Case cases[] = {
+      {"addConstant", [](const Tensor& x) { return x.addConstant(1.5); }, 1.5f},
+      {"add", [](const Tensor& x) { return x.add(Tensor::scalar(0.5, DType::f32).broad(x.shape())); }, 0.5f},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string dir = ::testing::TempDir() + "radix_while_in_place";
+    std::filesystem::remove_all(dir);
+    radix::CompileOptions options;
+    options.threads = 1;
+    options.cache = false;
+    options.dumpDir = dir;
+    options.dumpPasses = true;
+    options.dumpPassRegex = "convert-linalg-to-loops";
+    const radix::Platform platform = cpu().withOptions(options);
+    const Shape shape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
+    std::vector<float> init(64 * 6);
+    for (size_t k = 0; k < init.size(); ++k) init[k] = static_cast<float>(k % 5);
+    auto fn = [&](Tensor x) {
+      const State s = radix::whileLoop(
+          State{x, Tensor::scalar(0, DType::i32)}, [](const State& s) { return s.i.lt(5); },
+          [&](const State& s) { return State{c.step(s.x), s.i.addConstant(1)}; });
+      return s.x;
+    };
+    Tensor result = radix::testing::compileAndCall(platform, fn, Tensor::fromValues(platform, shape, init));
+    std::vector<float> expected = init;
+    for (float& v : expected) v += 5 * c.perIteration;
+    radix::testing::expectClose(result, expected, 1e-6);
+    std::string ir;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+      if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
+      std::ifstream in(entry.path());
+      ir += std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    ASSERT_FALSE(ir.empty());
+    EXPECT_LE(count(ir, "memref.alloc() {alignment = 64 : i64} : memref<64x2x3xf32>"), 1u) << ir;
+    EXPECT_LE(count(ir, "memref<64x2x3xf32> to memref<64x2x3xf32>"), 2u) << ir;  // copies
+    std::filesystem::remove_all(dir);
+  }
 }
 
 // A result buffer of 1 MiB or more goes back to a pool when its tensor dies, and the next

@@ -52,6 +52,10 @@ struct CompileOptions {
   /// MLIR passes run on the tensor-level IR after inlining, before bufferization, in
   /// mlir-opt's syntax without builtin.module(...): "func.func(linalg-generalize-named-ops)".
   std::string extraPasses;
+  /// Per-op profile (docs/profiling.md): compiled code times each kernel call, loop nest and copy
+  /// for radix::profileReport. nullopt follows RADIX_PROFILE (on unless unset, "" or "0"). With
+  /// profiling off the compiled code is exactly that of a build without the profiler.
+  std::optional<bool> profile;
 };
 
 namespace detail {

@@ -18,6 +18,8 @@ struct LoadedObject {
   void* entry = nullptr;
   std::shared_ptr<void> owner;
   std::vector<int32_t> resultAlias;
+  /// The object's profile site table (runtime/profiler.h), when it was compiled with profiling.
+  std::optional<std::string> profileSites;
 };
 
 /// Loads a relocatable object (the bytes of the file at `path`) into a fresh JIT, finds the packed

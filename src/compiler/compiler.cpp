@@ -18,12 +18,16 @@
 #include "compiler/cache.h"
 #include "compiler/kernels/lower.h"
 #include "compiler/fast_ewise.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -69,21 +73,30 @@ constexpr const char* kEntry = "radix_entry";
 constexpr const char* kPackedEntry = "_mlir_radix_entry";
 // Every object exports the key it was built for (entryKeyText), checked before a cached object runs.
 constexpr const char* kEntryKeySymbol = "radix_entry_key";
+// Profiled objects also export their site table (profileSitesText) and its length.
+constexpr const char* kProfileSitesSymbol = "radix_profile_sites";
+constexpr const char* kProfileSitesSizeSymbol = "radix_profile_sites_size";
+constexpr size_t kMaxProfileSitesBytes = 64 << 20;
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-9";
+constexpr const char* kPipelineVersion = "pipeline-10";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 
-// Tensors -> buffers.
-const char* kBufferizePipeline =
+// Tensors -> fused linalg on tensors -> buffers.
+const char* kFusePipeline =
     "convert-elementwise-to-linalg,"
     "func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,"
     // fast_ewise.cpp: unit dims folded (reshapes out of the way), row ops fused over rows.
-    "func.func(radix-fold-unit-dims,canonicalize,cse,linalg-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse,"
+    "func.func(radix-fold-unit-dims,canonicalize,cse,linalg-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse";
+// Between the two: writeLoopStateInPlace.
+const char* kBufferizePipeline =
     "eliminate-empty-tensors,"
     "one-shot-bufferize{allow-return-allocs-from-loops bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map unknown-type-conversion=identity-layout-map},"
+    // A private function that writes an argument in place returns that argument: its call sites
+    // use the argument, so a donated buffer written inside a radix::call is not copied back.
+    "drop-equivalent-buffer-results,"
     "buffer-results-to-out-params{hoist-static-allocs modify-public-functions},canonicalize,"
     "buffer-deallocation-pipeline,convert-bufferization-to-memref";
 
@@ -153,6 +166,158 @@ void addEntryKey(mlir::ModuleOp module, const std::string& text) {
   auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), static_cast<unsigned>(text.size()));
   mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, mlir::LLVM::Linkage::External,
                                kEntryKeySymbol, b.getStringAttr(text));
+}
+
+// ---- per-op profile (docs/profiling.md) ----
+
+// Traced op names (NameLoc with a source location) and source lines under `loc`, in order.
+void collectLocations(mlir::Location loc, std::vector<std::string>& names,
+                      std::vector<std::pair<std::string, unsigned>>& lines) {
+  if (auto n = mlir::dyn_cast<mlir::NameLoc>(loc)) {
+    const size_t before = lines.size();
+    collectLocations(n.getChildLoc(), names, lines);
+    if (lines.size() > before) names.push_back(n.getName().str());
+  } else if (auto f = mlir::dyn_cast<mlir::FusedLoc>(loc)) {
+    for (mlir::Location l : f.getLocations()) collectLocations(l, names, lines);
+  } else if (auto c = mlir::dyn_cast<mlir::CallSiteLoc>(loc)) {
+    collectLocations(c.getCallee(), names, lines);
+  } else if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc)) {
+    lines.emplace_back(fs::path(file.getFilename().str()).filename().string(), file.getLine());
+  }
+}
+
+template <class T>
+std::vector<T> uniqueInOrder(const std::vector<T>& v) {
+  std::vector<T> out;
+  for (const T& x : v)
+    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+  return out;
+}
+
+// "exp+add" and "model.cpp:12,14" for the op and the ops in its body (a fused loop nest keeps
+// the consumer's location; its body keeps each fused op's).
+std::pair<std::string, std::string> siteNames(mlir::Operation* op) {
+  std::vector<std::string> names;
+  std::vector<std::pair<std::string, unsigned>> lines;
+  for (mlir::Region& region : op->getRegions())
+    region.walk([&](mlir::Operation* inner) { collectLocations(inner->getLoc(), names, lines); });
+  collectLocations(op->getLoc(), names, lines);
+  names = uniqueInOrder(names);
+  lines = uniqueInOrder(lines);
+  std::string name;
+  for (size_t i = 0; i < names.size() && i < 6; ++i) name += (i ? "+" : "") + names[i];
+  if (names.size() > 6) name += "+...";
+  if (name.empty()) name = mlir::isa<mlir::memref::CopyOp>(op) ? "copy" : op->getName().getStringRef().str();
+  std::string where;
+  std::string file;
+  for (size_t i = 0; i < lines.size() && i < 6; ++i) {
+    if (lines[i].first != file) {
+      where += (where.empty() ? "" : " ") + lines[i].first + ":";
+      file = lines[i].first;
+    } else {
+      where += ",";
+    }
+    where += std::to_string(lines[i].second);
+  }
+  if (lines.size() > 6) where += ",...";
+  return {name, where.empty() ? "?" : where};
+}
+
+double memrefBytes(mlir::Value v) {
+  auto type = mlir::dyn_cast<mlir::MemRefType>(v.getType());
+  if (!type || !type.hasStaticShape()) return 0;
+  return static_cast<double>(type.getNumElements()) * static_cast<double>(type.getElementTypeBitWidth()) / 8;
+}
+
+/// Wraps each kernel-to-be, loop nest (linalg op, row loop) and copy that no other one contains
+/// in radix_profile_begin/end(id), and returns the sites by id. Runs on buffers, before the
+/// contractions become kernel calls and the linalg ops loops, so each wrapped op keeps its
+/// location and its replacement stays between the two calls.
+std::vector<ProfileSite> instrumentProfile(mlir::ModuleOp module) {
+  std::vector<mlir::Operation*> regions;
+  for (mlir::func::FuncOp fn : module.getOps<mlir::func::FuncOp>()) {
+    if (fn.isExternal()) continue;
+    fn.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
+      if (mlir::isa<mlir::linalg::LinalgOp, mlir::memref::CopyOp, mlir::scf::ForallOp, mlir::scf::ParallelOp>(op)) {
+        regions.push_back(op);
+        return mlir::WalkResult::skip();
+      }
+      return mlir::WalkResult::advance();
+    });
+  }
+  std::vector<ProfileSite> sites;
+  if (regions.empty()) return sites;
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto declare = [&](const char* name) {
+    auto f = mlir::func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({b.getI64Type()}, {}));
+    f.setPrivate();
+    return f;
+  };
+  mlir::func::FuncOp begin = declare("radix_profile_begin"), end = declare("radix_profile_end");
+  for (mlir::Operation* op : regions) {
+    ProfileSite site;
+    std::tie(site.op, site.location) = siteNames(op);
+    llvm::SetVector<mlir::Value> used(op->getOperands().begin(), op->getOperands().end());
+    mlir::getUsedValuesDefinedAbove(op->getRegions(), used);
+    double bytes = 0;
+    for (mlir::Value v : used) bytes += memrefBytes(v);
+    if (kernels::isKernelContraction(op)) {
+      site.kind = "kernel";
+      double iterations = 1;
+      for (int64_t range : mlir::cast<mlir::linalg::LinalgOp>(op).getStaticLoopRanges())
+        iterations *= static_cast<double>(range);
+      site.flops = 2 * iterations;
+    } else {
+      site.kind = mlir::isa<mlir::memref::CopyOp>(op) ? "copy" : "loops";
+      site.bytes = bytes;
+    }
+    const mlir::Location loc = op->getLoc();
+    b.setInsertionPoint(op);
+    mlir::Value id = mlir::arith::ConstantIntOp::create(b, loc, static_cast<int64_t>(sites.size()), 64);
+    mlir::func::CallOp::create(b, loc, begin, mlir::ValueRange{id});
+    b.setInsertionPointAfter(op);
+    mlir::func::CallOp::create(b, loc, end, mlir::ValueRange{id});
+    sites.push_back(std::move(site));
+  }
+  return sites;
+}
+
+void addProfileSites(mlir::ModuleOp module, const std::string& text) {
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), static_cast<unsigned>(text.size()));
+  mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, mlir::LLVM::Linkage::External,
+                               kProfileSitesSymbol, b.getStringAttr(text));
+  mlir::LLVM::GlobalOp::create(b, module.getLoc(), b.getI64Type(), /*isConstant=*/true, mlir::LLVM::Linkage::External,
+                               kProfileSitesSizeSymbol, b.getI64IntegerAttr(static_cast<int64_t>(text.size())));
+}
+
+bool profileOn(const CompileOptions& options) { return options.profile ? *options.profile : profileEnvOn(); }
+
+/// In a whileLoop body, an elementwise op that computes a state value into a fresh tensor writes
+/// into the state argument it reads at the same index instead (its body never reads the init), so
+/// that bufferization carries the state in place: no new buffer per iteration, and no copy of the
+/// state where the condition forwards it. Where the argument is still read later, bufferization
+/// gives the op a new buffer, as before.
+void writeLoopStateInPlace(mlir::ModuleOp module) {
+  module.walk([&](mlir::linalg::GenericOp op) {
+    auto loop = mlir::dyn_cast<mlir::scf::WhileOp>(op->getParentOp());
+    if (!loop || op->getBlock() != loop.getAfterBody() || !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1)
+      return;
+    mlir::OpOperand* init = op.getDpsInitOperand(0);
+    if (!init->get().getDefiningOp<mlir::tensor::EmptyOp>() || op.payloadUsesValueFromOperand(init) ||
+        !op.getMatchingIndexingMap(init).isIdentity())
+      return;
+    for (mlir::OpOperand* in : op.getDpsInputOperands()) {
+      auto arg = mlir::dyn_cast<mlir::BlockArgument>(in->get());
+      if (!arg || arg.getOwner() != loop.getAfterBody() || arg.getType() != init->get().getType() ||
+          !op.getMatchingIndexingMap(in).isIdentity() || llvm::count(op->getOperands(), in->get()) != 1)
+        continue;
+      init->set(in->get());
+      return;
+    }
+  });
 }
 
 void initLlvmOnce() {
@@ -472,8 +637,10 @@ void dropDonatedSelfCopies(mlir::ModuleOp module, const Signature& signature,
 }  // namespace
 
 static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
+  // Without profiling the key is unchanged, so are the entries of earlier builds.
   return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|" + kPipelineVersion +
-         "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads) + "|extra " + o.extraPasses;
+         "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads) + "|extra " + o.extraPasses +
+         (profileOn(o) ? "|profile" : "");
 }
 
 CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
@@ -504,9 +671,20 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
   std::optional<CacheEntry> cache = openCache(options, platform.target(), name, key);
   if (cache) {
     TraceEvent lookup("cache.lookup");
-    if (auto loaded = cache->load(signature.resultShapes.size())) {
+    auto loaded = cache->load(signature.resultShapes.size());
+    std::optional<std::vector<ProfileSite>> cachedSites;
+    if (loaded && profileOn(options)) {
+      if (loaded->profileSites) cachedSites = parseProfileSites(*loaded->profileSites);
+      if (!cachedSites) {
+        std::fprintf(stderr, "radix: warning: cache entry %s has no valid profile table; recompiling\n",
+                     cache->dir().c_str());
+        loaded.reset();
+      }
+    }
+    if (loaded) {
       lookup.arg("hit", "true");
       CompiledCode code;
+      if (cachedSites) code.profile = makeProfileTable(std::move(*cachedSites));
       code.loadSeconds = lookup.seconds();
       code.entry = reinterpret_cast<PackedEntry>(loaded->entry);
       code.owner = loaded->owner;
@@ -540,6 +718,8 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
 
   double lowerSeconds = 0;
   std::vector<int32_t> resultAlias;
+  const bool profile = profileOn(options);
+  std::vector<ProfileSite> sites;
   {
     TraceEvent lower("compile.lower");
     const char* passEnv = std::getenv("RADIX_DUMP_PASSES");
@@ -561,13 +741,17 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     resultAlias = prepareEntry(*lowered, signature);
     retypeZeroSizeBoundaries(*lowered, resultAlias);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
+    runPipeline(kFusePipeline, "fusion");
+    writeLoopStateInPlace(*lowered);
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
+    if (profile) sites = instrumentProfile(*lowered);
     kernels::lowerContractionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");
     keepCallsOutOfLine(*lowered);
     addEntryKey(*lowered, entryKeyText(key, resultAlias));
+    if (profile) addProfileSites(*lowered, profileSitesText(sites));
     lowerSeconds = lower.seconds();
   }
 
@@ -610,6 +794,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
   }
 
   code.resultAlias = std::move(resultAlias);
+  if (profile) code.profile = makeProfileTable(std::move(sites));
   code.lowerSeconds = lowerSeconds;
   code.owner = std::move(engine);
   return code;
@@ -705,6 +890,15 @@ std::optional<LoadedObject> loadObject(const std::string& bytes, const std::stri
   auto symbol = (*jit)->lookup(kPackedEntry);
   if (!symbol) return fail("unloadable (no entry point)", symbol.takeError());
   LoadedObject out;
+  if (auto size = (*jit)->lookup(kProfileSitesSizeSymbol)) {
+    const int64_t n = *size->toPtr<const int64_t*>();
+    if (n < 0 || static_cast<size_t>(n) > kMaxProfileSitesBytes) return fail("corrupt (profile table size)");
+    auto sitesText = (*jit)->lookup(kProfileSitesSymbol);
+    if (!sitesText) return fail("corrupt (profile table)", sitesText.takeError());
+    out.profileSites.emplace(sitesText->toPtr<const char*>(), static_cast<size_t>(n));
+  } else {
+    llvm::consumeError(size.takeError());
+  }
   out.entry = symbol->toPtr<void*>();
   out.owner = std::shared_ptr<llvm::orc::LLJIT>(std::move(*jit));
   return out;

@@ -13,6 +13,8 @@ class ModuleOp;
 
 namespace radix::detail {
 
+struct ProfileTable;
+
 /// Packed entry point: one pointer per argument and out-parameter, each pointing to that
 /// buffer's data pointer (static shapes, bare-pointer calling convention).
 using PackedEntry = void (*)(void**);
@@ -27,6 +29,8 @@ struct CompiledCode {
   /// Per result: -1, or the earlier result it duplicates (the entry returns each value once;
   /// the runtime copies duplicates), or kNoData for a zero-size result the entry does not return.
   std::vector<int32_t> resultAlias;
+  /// The per-op profile's counters, when compiled with profiling (runtime/profiler.h).
+  std::shared_ptr<ProfileTable> profile;
   /// Seconds spent in each phase (for the compile log and the trace).
   double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;
 };

@@ -115,7 +115,10 @@ class CpuExecutable final : public Executable {
     std::vector<void*> packed(pointers.size());
     for (size_t i = 0; i < pointers.size(); ++i) packed[i] = &pointers[i];
     event.arg("argument_bytes", argBytes);
-    code_.entry(packed.data());
+    {
+      ProfileScope profile(code_.profile.get());
+      code_.entry(packed.data());
+    }
     for (size_t r = 0; r < outputs.size(); ++r)
       if (alias[r] >= 0 && sig.resultShapes[r].byteSize() > 0) std::memcpy(outputs[r]->data, outputs[alias[r]]->data, sig.resultShapes[r].byteSize());
     std::vector<Tensor> results;

@@ -8,6 +8,7 @@
 /// "voc" vocabulary, "p" positions, "h"/"hd" heads and head width, "k" cached positions.
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -87,13 +88,12 @@ struct Block {
   nn::LayerNorm ln_2;
   Mlp mlp;
 
-  /// The attention's inputs: x {s, d} -> Qkv (the step writes k and v into the cache).
-  Qkv project(Tensor x) const { return attn.project(ln_1.forward(x)); }
-
-  /// The rest of the block, over the updated cache: x {s, d} -> {s, d}
-  Tensor finish(Tensor x, Tensor q, nn::KvCache cache) const {
-    x = x.add(attn.mix(q, cache));
-    return x.add(mlp.forward(ln_2.forward(x)));
+  /// x {s, d} -> {s, d}, and the cache with this step's keys and values written in place.
+  std::pair<Tensor, nn::KvCache> forward(Tensor x, nn::KvCache cache) const {
+    const Qkv p = attn.project(ln_1.forward(x));
+    cache = cache.update(p.k, p.v);
+    x = x.add(attn.mix(p.q, cache));
+    return {x.add(mlp.forward(ln_2.forward(x))), cache};
   }
 };
 
@@ -117,11 +117,8 @@ struct Model {
     Tensor x = nn::detail::as(wte.forward(ids), compute).add(nn::detail::as(wpe.forward(positions), compute));
     StepResult out;
     for (size_t i = 0; i < h.size(); ++i) {
-      const Qkv p = radix::call(h[i], &Block::project, x);
-      // The cache is written here, in @main: written inside a radix::call, it would be copied
-      // whole on every step (bufferization across function boundaries).
-      const nn::KvCache updated = cache.layer(i, position).update(p.k, p.v);
-      x = radix::call(h[i], &Block::finish, x, p.q, updated);
+      nn::KvCache updated;
+      std::tie(x, updated) = radix::call(h[i], &Block::forward, x, cache.layer(i, position));
       out.cache.k.push_back(updated.k);
       out.cache.v.push_back(updated.v);
     }

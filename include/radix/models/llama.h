@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -161,13 +162,13 @@ struct Layer {
   nn::RMSNorm post_attention_layernorm;
   Mlp mlp;
 
-  /// The attention's inputs: x {s, d} -> Qkv (the step writes k and v into the cache).
-  Qkv project(Tensor x, Tensor position) const { return self_attn.project(input_layernorm.forward(x), position); }
-
-  /// The rest of the layer, over the updated cache: x {s, d} -> {s, d}
-  Tensor finish(Tensor x, Tensor q, nn::KvCache cache) const {
-    x = x.add(self_attn.mix(q, cache));
-    return x.add(mlp.forward(post_attention_layernorm.forward(x)));
+  /// x {s, d} at `position` -> {s, d}, and the cache with this step's keys and values written
+  /// in place.
+  std::pair<Tensor, nn::KvCache> forward(Tensor x, Tensor position, nn::KvCache cache) const {
+    const Qkv p = self_attn.project(input_layernorm.forward(x), position);
+    cache = cache.update(p.k, p.v);
+    x = x.add(self_attn.mix(p.q, cache));
+    return {x.add(mlp.forward(post_attention_layernorm.forward(x))), cache};
   }
 };
 
@@ -187,11 +188,8 @@ struct Model {
     position = position.convert(DType::i32);
     StepResult out;
     for (size_t i = 0; i < layers.size(); ++i) {
-      const Qkv p = radix::call(layers[i], &Layer::project, x, position);
-      // The cache is written here, in @main: written inside a radix::call, it would be copied
-      // whole on every step (bufferization across function boundaries).
-      const nn::KvCache updated = cache.layer(i, position).update(p.k, p.v);
-      x = radix::call(layers[i], &Layer::finish, x, p.q, updated);
+      nn::KvCache updated;
+      std::tie(x, updated) = radix::call(layers[i], &Layer::forward, x, position, cache.layer(i, position));
       out.cache.k.push_back(updated.k);
       out.cache.v.push_back(updated.v);
     }

@@ -239,6 +239,11 @@ void emitCall(mlir::linalg::GenericOp op, const Plan& plan, mlir::func::FuncOp d
 
 }  // namespace
 
+bool isKernelContraction(mlir::Operation* op) {
+  auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+  return generic && planFor(generic).has_value();
+}
+
 int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target) {
   std::vector<std::pair<mlir::linalg::GenericOp, Plan>> found;
   module.walk([&](mlir::linalg::GenericOp op) {

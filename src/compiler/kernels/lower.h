@@ -4,6 +4,7 @@
 
 namespace mlir {
 class ModuleOp;
+class Operation;
 }
 
 namespace radix::kernels {
@@ -18,5 +19,8 @@ struct KernelTarget {
 /// operands, each maybe widened by arith.extf in the body) with a call to
 /// radix_kernel_contract for the target's ISA. Returns how many were replaced.
 int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target);
+
+/// True when lowerContractionsToKernels would replace `op` with a kernel call.
+bool isKernelContraction(mlir::Operation* op);
 
 }  // namespace radix::kernels
