@@ -21,6 +21,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -183,13 +184,13 @@ struct Layer {
   Mlp mlp;
   RMSNorm post_feedforward_layernorm;
 
-  /// The attention's inputs: x {s, d} -> Qkv (the step writes k and v into the cache).
-  Qkv project(Tensor x, Tensor position) const { return self_attn.project(input_layernorm.forward(x), position); }
-
-  /// The rest of the layer, over the updated cache: x {s, d} -> {s, d}
-  Tensor finish(Tensor x, Tensor q, nn::KvCache cache) const {
-    x = x.add(post_attention_layernorm.forward(self_attn.mix(q, cache)));
-    return x.add(post_feedforward_layernorm.forward(mlp.forward(pre_feedforward_layernorm.forward(x))));
+  /// x {s, d} at `position` -> {s, d}, and the cache with this step's keys and values written
+  /// in place.
+  std::pair<Tensor, nn::KvCache> forward(Tensor x, Tensor position, nn::KvCache cache) const {
+    const Qkv p = self_attn.project(input_layernorm.forward(x), position);
+    cache = cache.update(p.k, p.v);
+    x = x.add(post_attention_layernorm.forward(self_attn.mix(p.q, cache)));
+    return {x.add(post_feedforward_layernorm.forward(mlp.forward(pre_feedforward_layernorm.forward(x)))), cache};
   }
 };
 
@@ -210,10 +211,8 @@ struct Model {
     position = position.convert(DType::i32);
     StepResult out;
     for (size_t i = 0; i < layers.size(); ++i) {
-      const Qkv p = radix::call(layers[i], &Layer::project, x, position);
-      // Written in @main, as llama::Model does: inside a radix::call it would be copied per step.
-      const nn::KvCache updated = cache.layer(i, position).update(p.k, p.v);
-      x = radix::call(layers[i], &Layer::finish, x, p.q, updated);
+      nn::KvCache updated;
+      std::tie(x, updated) = radix::call(layers[i], &Layer::forward, x, position, cache.layer(i, position));
       out.cache.k.push_back(updated.k);
       out.cache.v.push_back(updated.v);
     }

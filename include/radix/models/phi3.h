@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -151,13 +152,13 @@ struct Layer {
   nn::RMSNorm post_attention_layernorm;
   Mlp mlp;
 
-  /// The attention's inputs: x {s, d} -> Qkv (the step writes k and v into the cache).
-  Qkv project(Tensor x, RopeTables rope) const { return self_attn.project(input_layernorm.forward(x), rope); }
-
-  /// The rest of the layer, over the updated cache: x {s, d} -> {s, d}
-  Tensor finish(Tensor x, Tensor q, nn::KvCache cache) const {
-    x = x.add(self_attn.mix(q, cache));
-    return x.add(mlp.forward(post_attention_layernorm.forward(x)));
+  /// x {s, d} with the step's RoPE tables -> {s, d}, and the cache with this step's keys and
+  /// values written in place.
+  std::pair<Tensor, nn::KvCache> forward(Tensor x, RopeTables rope, nn::KvCache cache) const {
+    const Qkv p = self_attn.project(input_layernorm.forward(x), rope);
+    cache = cache.update(p.k, p.v);
+    x = x.add(self_attn.mix(p.q, cache));
+    return {x.add(mlp.forward(post_attention_layernorm.forward(x))), cache};
   }
 };
 
@@ -179,10 +180,8 @@ struct Model {
     const RopeTables rope = rotary.tables(ids.dim(0), position, cache.k.at(0).dim("k"), compute);
     StepResult out;
     for (size_t i = 0; i < layers.size(); ++i) {
-      const Qkv p = radix::call(layers[i], &Layer::project, x, rope);
-      // Written in @main, as llama::Model does: inside a radix::call it would be copied per step.
-      const nn::KvCache updated = cache.layer(i, position).update(p.k, p.v);
-      x = radix::call(layers[i], &Layer::finish, x, p.q, updated);
+      nn::KvCache updated;
+      std::tie(x, updated) = radix::call(layers[i], &Layer::forward, x, rope, cache.layer(i, position));
       out.cache.k.push_back(updated.k);
       out.cache.v.push_back(updated.v);
     }
