@@ -407,7 +407,7 @@ TEST(CliChat, ReadsOneMessagePerLineWithoutATty) {
   // conversation is prefilled again.
   const std::string last = chatModels() + "/last.jinja";
   std::ofstream(last) << "{% for m in messages %}{% if loop.last %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
-                         "<|im_end|>\n{% endif %}{% endfor %}<|im_start|>assistant\n";
+                         "<|im_end|>\n{% endif %}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
   const CliRun again = radix(m + " --template " + last, "Hello\nHow are you\n");
   ASSERT_EQ(again.status, 0) << again.err;
   const std::vector<Turn> t = turns(again.err);
