@@ -395,6 +395,17 @@ TEST(CliChat, ReadsOneMessagePerLineWithoutATty) {
   EXPECT_GE(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;  // a line per reply
   EXPECT_EQ(r.out.find("> "), std::string::npos) << r.out;  // no prompt without a tty
 
+  // Qwen2.5's template (a default system message, `{%-` trimming) keeps the prefix property too.
+  const std::string qwen = kSource + "/tests/fuzz/chat_template/Qwen-Qwen2.5-7B-Instruct.jinja";
+  if (fs::exists(qwen)) {
+    const CliRun q = radix(m + " --template " + qwen, "Hello\nHow are you\n");
+    ASSERT_EQ(q.status, 0) << q.err;
+    expectIncremental(turns(q.err),
+                      "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+                      "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n",
+                      "How are you");
+  }
+
   // A system message comes first in the render.
   const CliRun s = radix(m + " --system 'Be brief.'", "Hello\n");
   ASSERT_EQ(s.status, 0) << s.err;
