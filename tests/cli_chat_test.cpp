@@ -304,17 +304,21 @@ TEST(CliInfo, DescribesArchitecturesRadixCannotRun) {
 TEST(CliGenerate, F16GgufKeepsItsDtype) {
   const std::string model = chatModels() + "/chat-llama-f16.gguf";
   const Oracle& want = oracle("llama_ref.py", testModels() + "/llama-tiny", byteIds("Hello world"), 6, "f32");
+  // bf16 weights in f32 contractions: what the oracle's --dtype bf16 computes.
+  const Oracle& bf16 = oracle("llama_ref.py", testModels() + "/llama-tiny", byteIds("Hello world"), 6, "bf16");
   struct Case {
     std::string flags, dtypes;
+    const Oracle& want;
   };
-  for (const Case& c : {Case{"", "f16 weights, f32 compute"}, Case{"--dtype f16", "f16 weights, f32 compute"},
-                        Case{"--dtype f32", "f32 weights, f32 compute"},
-                        Case{"--dtype f16 --compute f16", "f16 weights, f16 compute"}}) {
+  for (const Case& c : {Case{"", "f16 weights, f32 compute", want}, Case{"--dtype f16", "f16 weights, f32 compute", want},
+                        Case{"--dtype f32", "f32 weights, f32 compute", want},
+                        Case{"--dtype f16 --compute f16", "f16 weights, f16 compute", want},
+                        Case{"--dtype bf16", "bf16 weights, f32 compute", bf16}}) {
     const CliRun r = radix("generate --model " + model + " --prompt 'Hello world' -n 6 --temp 0 --ids -t 1 " + c.flags);
     ASSERT_EQ(r.status, 0) << c.flags << ": " << r.err;
     EXPECT_NE(r.err.find("[generate] llama, " + c.dtypes + ", load"), std::string::npos) << c.flags << ": " << r.err;
     // The random test model's logits are far apart: f16 rounding keeps the greedy ids.
-    EXPECT_EQ(parseIds(r.out), want.greedy) << c.flags;
+    EXPECT_EQ(parseIds(r.out), c.want.greedy) << c.flags;
   }
   // Stored f32 stays f32.
   const CliRun f32 = radix("generate --model " + testModels() + "/llama-tiny.gguf --prompt Hi -n 2 --temp 0 --ids");

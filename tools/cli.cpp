@@ -103,7 +103,7 @@ models::LoadOptions chooseDtypes(const RunOptions& o) {
     // A missing path is LanguageModel::open's error to give.
     if (std::filesystem::exists(*o.model, ec)) load.dtype = storedDtype(io::Checkpoint::open(*o.model));
   }
-  load.compute = o.compute ? *o.compute : load.dtype == DType::f16 ? DType::f32 : load.dtype;
+  load.compute = o.compute.value_or(DType::f32);
   return load;
 }
 

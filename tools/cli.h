@@ -79,8 +79,9 @@ bool runOption(Args& args, std::string_view flag, RunOptions& options);
 void checkRunOptions(const std::string& verb, RunOptions& options);
 
 /// The weights' dtype to load: `--dtype` when given, else the checkpoint's stored floating-point
-/// dtype (f16 or bf16 GGUF/safetensors keep it), else f32. `compute` defaults to f32 for f16
-/// weights (f16 arithmetic is emulated on x86 CPUs), else to the weights' dtype.
+/// dtype (f16 or bf16 GGUF/safetensors keep it), else f32. `compute`: --compute, else f32 (half
+/// weights are converted in the contractions; x86 CPUs have no f16 arithmetic, and f32
+/// activations keep llama.cpp's numerics).
 models::LoadOptions chooseDtypes(const RunOptions& options);
 /// Opens --model (or the model embedded in the binary) with chooseDtypes().
 models::LanguageModel openModel(const RunOptions& options, const models::LoadOptions& load);

@@ -95,7 +95,7 @@ struct Command {
 constexpr std::string_view kDtypeHelp =
     "  --dtype f32|bf16|f16  the weights' dtype (default: the stored one for f16/bf16 files, else f32)\n"
     "  --compute f32|bf16|f16\n"
-    "                        the activations' dtype (default: f32 for f16 weights, else the weights')\n";
+    "                        the activations' dtype (default f32)\n";
 
 constexpr std::string_view kSamplingHelp =
     "  --temp T              sampling temperature, 0 for greedy (default 0.8)\n"
