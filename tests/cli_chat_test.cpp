@@ -198,6 +198,7 @@ TEST(CliConventions, BadCommandLinesExitTwoWithTheUsageOnStderr) {
       {"chat -n 0" + m, "[chat] -n must be >= 1, got 0"},
       {"chat -n x" + m, "[chat] -n needs a number, got \"x\""},
       {"chat --temp -1" + m, "[chat] --temp must be >= 0"},
+      {"chat --ctx 8" + m, "[chat] --ctx must be >= 16, got 8"},
       {"info", "[info] --model PATH is required"},
       {"info --model", "[info] --model needs a value"},
       {"info --frobnicate", "[info] unknown option \"--frobnicate\""},
@@ -430,7 +431,24 @@ TEST(CliChat, ReadsOneMessagePerLineWithoutATty) {
   EXPECT_EQ(t[1].kept, 0);
   EXPECT_EQ(t[1].prefilled, static_cast<int64_t>(chatIds("<|im_start|>user\nHow are you<|im_end|>\n<|im_start|>assistant\n").size()));
 
-  // Errors: no template; a template file that is missing.
+  // A conversation outgrowing --ctx drops its oldest turns and is prefilled again.
+  const CliRun small = radix(m + " --ctx 32", "Hello\nHow are you\n");
+  ASSERT_EQ(small.status, 0) << small.err;
+  const std::vector<Turn> s2 = turns(small.err);
+  ASSERT_EQ(s2.size(), 2u) << small.err;
+  EXPECT_EQ(s2[1].kept, 0);
+  EXPECT_EQ(s2[1].prefilled, static_cast<int64_t>(chatIds("<|im_start|>user\nHow are you<|im_end|>\n<|im_start|>assistant\n").size()));
+
+  // Errors: a message longer than the context; --ctx beyond the model's; no template; a template
+  // file that is missing.
+  const CliRun longer = radix(m + " --ctx 32", std::string(40, 'a') + "\n");
+  EXPECT_EQ(longer.status, 1);
+  const size_t longIds = chatIds("<|im_start|>user\n" + std::string(40, 'a') + "<|im_end|>\n<|im_start|>assistant\n").size();
+  EXPECT_EQ(firstLine(longer.err),
+            "[chat] the conversation's " + std::to_string(longIds) + " tokens do not fit the context of 32 (--ctx)");
+  const CliRun beyond = radix(m + " --ctx 1024", "Hello\n");
+  EXPECT_EQ(beyond.status, 1);
+  EXPECT_EQ(firstLine(beyond.err), "[chat] --ctx 1024 exceeds the model's context of 256");
   const CliRun none = radix("chat --model " + testModels() + "/llama-tiny", "Hello\n");
   EXPECT_EQ(none.status, 1);
   EXPECT_EQ(firstLine(none.err), "[chat] \"" + testModels() + "/llama-tiny\" has no chat template (tokenizer_config.json's "

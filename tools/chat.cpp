@@ -188,12 +188,12 @@ int chatCommand(Args& args) {
   const models::LoadOptions load = chooseDtypes(options);
   models::LanguageModel lm = openModel(options, load);
   (void)lm.tokenizer();  // its error, before the first message
-  const bool tty = ::isatty(STDIN_FILENO) == 1;
-  if (tty)
-    std::fprintf(stderr, "[chat] %s, %s; Ctrl-D ends\n", lm.architecture().c_str(), dtypesText(lm).c_str());
   if (context && *context > lm.maxContext())
     throw Error("[chat] --ctx " + std::to_string(*context) + " exceeds the model's context of " +
                 std::to_string(lm.maxContext()));
+  const bool tty = ::isatty(STDIN_FILENO) == 1;
+  if (tty)
+    std::fprintf(stderr, "[chat] %s, %s; Ctrl-D ends\n", lm.architecture().c_str(), dtypesText(lm).c_str());
   Conversation conversation(lm, std::move(chatTemplate), options, maxReply,
                             context.value_or(std::min<int64_t>(lm.maxContext(), 4096)));
   std::string line;

@@ -131,8 +131,8 @@ const Command kCommands[] = {
      "  --system TEXT         the system message\n"
      "  --template FILE       a Jinja chat template to use instead of the model's\n"
      "  -n MAX                most tokens per reply (default 512)\n"
-     "  -c, --ctx N           the KV cache's length (default: the model's context, at most 4096); the\n"
-     "                        oldest turns are dropped when the conversation outgrows it\n"
+     "  -c, --ctx N           the KV cache's length, up to a power of two (default: the model's context,\n"
+     "                        at most 4096); the oldest turns are dropped when the conversation outgrows it\n"
      "  -v, --verbose         per turn on stderr: tokens kept in the cache, prefilled, generated\n",
      radix::cli::chatCommand},
     {"info", "radix info --model PATH",
