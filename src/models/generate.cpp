@@ -1,9 +1,11 @@
-// LanguageModel: loads GPT-2 / Llama checkpoints, runs bucketed steps over an in-place KV cache,
-// samples. See include/radix/models/generate.h for the execution scheme.
+// LanguageModel: loads checkpoints of the registered families (families() below), runs bucketed
+// steps over an in-place KV cache, samples. See include/radix/models/generate.h for the
+// execution scheme.
 #include "radix/models/generate.h"
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -13,6 +15,9 @@
 
 #include "radix/models/gpt2.h"
 #include "radix/models/llama.h"
+#include "radix/models/mistral.h"
+#include "radix/models/qwen2.h"
+#include "radix/models/qwen3.h"
 #include "radix/module.h"
 
 namespace radix::models {
@@ -56,31 +61,6 @@ std::optional<Tokenizer> ggufTokenizer(const io::Checkpoint& c) {
   if (const io::MetaValue* v = c.meta("tokenizer.ggml.unknown_token_id")) spec.unk = static_cast<int32_t>(v->asInt());
   if (const io::MetaValue* v = c.meta("tokenizer.ggml.add_space_prefix")) spec.addSpacePrefix = v->asBool();
   return Tokenizer::fromVocab(spec);
-}
-
-/// "gpt2" or "llama", from GGUF's general.architecture, config.json's model_type or
-/// architectures, or the tensor names.
-std::string architectureOf(const io::Checkpoint& c, const std::string& configType) {
-  std::string arch = configType;
-  if (arch.empty())
-    if (const io::MetaValue* v = c.meta("general.architecture")) arch = v->asString();
-  if (arch.empty())
-    if (const io::MetaValue* v = c.meta("model_type"); v && v->kind() == io::MetaValue::Kind::string)
-      arch = v->asString();
-  if (arch.empty())
-    if (const io::MetaValue* v = c.meta("architectures"); v && v->kind() == io::MetaValue::Kind::array) {
-      const std::vector<std::string> names = v->asStrings();
-      if (!names.empty() && names[0].starts_with("GPT2")) arch = "gpt2";
-      if (!names.empty() && (names[0].starts_with("Llama") || names[0].starts_with("Mistral"))) arch = "llama";
-    }
-  if (arch.empty()) {
-    if (findTensor(c, {"wte.weight"})) arch = "gpt2";
-    if (findTensor(c, {"embed_tokens.weight"})) arch = "llama";
-  }
-  if (arch == "mistral") arch = "llama";
-  if (arch != "gpt2" && arch != "llama")
-    fail("unsupported architecture \"" + arch + "\" in " + c.folder() + " (supported: gpt2, llama)");
-  return arch;
 }
 
 }  // namespace
@@ -165,6 +145,96 @@ std::shared_ptr<LanguageModel::Impl> makeImpl(const Platform& platform, M model)
   return impl;
 }
 
+/// What the engine reads from a family's config: the vocabulary, the longest context and the
+/// KV cache's shape.
+struct CacheDims {
+  int64_t vocab, positions, layers, kvHeads, headDim;
+};
+CacheDims cacheDims(const gpt2::Config& c) { return {c.vocab, c.positions, c.layers, c.heads, c.width / c.heads}; }
+CacheDims cacheDims(const llama::Config& c) { return {c.vocab, c.positions, c.layers, c.kvHeads, c.headDim}; }
+
+using Loader = std::shared_ptr<LanguageModel::Impl> (*)(const Platform&, const io::Checkpoint&, const LoadOptions&,
+                                                       const ConfigValues&);
+
+/// A family's loader from its config reader, config(checkpoint, extra), and its model loader,
+/// load(platform, checkpoint, dtype, compute, extra); the model's forward is a step.
+template <auto readConfig, auto loadModel>
+std::shared_ptr<LanguageModel::Impl> loadFamily(const Platform& platform, const io::Checkpoint& checkpoint,
+                                                const LoadOptions& options, const ConfigValues& extra) {
+  const CacheDims d = cacheDims(readConfig(checkpoint, extra));
+  std::shared_ptr<LanguageModel::Impl> impl =
+      makeImpl(platform, loadModel(platform, checkpoint, options.dtype, options.compute, extra));
+  impl->vocab = d.vocab, impl->maxContext = d.positions, impl->layers = d.layers;
+  impl->kvHeads = d.kvHeads, impl->headDim = d.headDim;
+  return impl;
+}
+
+/// The architectures LanguageModel runs. `names`: HF config.json model_type and GGUF
+/// general.architecture spellings; the first is architecture()'s. Adding a family: its header
+/// in radix/models/ (a struct over radix::nn, config() and load()), and one line here.
+struct Family {
+  std::vector<std::string_view> names;
+  Loader load;
+};
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> kFamilies = {
+      {{"gpt2"}, loadFamily<&gpt2::Config::fromCheckpoint, &gpt2::Model::load>},
+      {{"llama"}, loadFamily<&llama::config, &llama::load>},
+      // llama.cpp's converter writes Mistral as "llama" (with its q/k permutation).
+      {{"mistral"}, loadFamily<&mistral::config, &mistral::load>},
+      {{"qwen2"}, loadFamily<&qwen2::config, &qwen2::load>},
+      {{"qwen3"}, loadFamily<&qwen3::config, &qwen3::load>},
+      // phi3 and gemma2 (radix/models/{phi3,gemma2}.h) go here.
+  };
+  return kFamilies;
+}
+
+const Family* findFamily(std::string_view name) {
+  for (const Family& f : families())
+    for (std::string_view n : f.names)
+      if (n == name) return &f;
+  return nullptr;
+}
+
+/// "Qwen2ForCausalLM" -> "qwen2", "GPT2LMHeadModel" -> "gpt2": HF class names are the
+/// model_type in CamelCase plus a head's name.
+std::string typeOfClass(std::string name) {
+  for (std::string_view head : {"ForCausalLM", "LMHeadModel", "Model"})
+    if (name.ends_with(head)) {
+      name.resize(name.size() - head.size());
+      break;
+    }
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+/// The family of a checkpoint, from GGUF's general.architecture, config.json's model_type or
+/// architectures, or the tensor names.
+const Family& familyOf(const io::Checkpoint& c, const std::string& configType) {
+  std::string arch = configType;
+  if (arch.empty())
+    if (const io::MetaValue* v = c.meta("general.architecture"); v && v->kind() == io::MetaValue::Kind::string)
+      arch = v->asString();
+  if (arch.empty())
+    if (const io::MetaValue* v = c.meta("model_type"); v && v->kind() == io::MetaValue::Kind::string)
+      arch = v->asString();
+  if (arch.empty())
+    if (const io::MetaValue* v = c.meta("architectures"); v && v->kind() == io::MetaValue::Kind::array) {
+      const std::vector<std::string> names = v->asStrings();
+      if (!names.empty()) arch = typeOfClass(names[0]);
+    }
+  if (arch.empty()) {
+    if (findTensor(c, {"wte.weight"})) arch = "gpt2";
+    if (findTensor(c, {"embed_tokens.weight"})) arch = "llama";
+  }
+  if (const Family* f = findFamily(arch)) return *f;
+  std::string supported;
+  for (const Family& f : families())
+    for (std::string_view n : f.names) supported += (supported.empty() ? "" : ", ") + std::string(n);
+  fail("unsupported architecture \"" + arch + "\" in " + c.folder() + " (supported: " + supported + ")");
+}
+
 }  // namespace
 
 LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::Checkpoint& checkpoint,
@@ -183,19 +253,9 @@ LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::
     }
     if (j.contains("model_type") && j["model_type"].is_string()) configType = j["model_type"].get<std::string>();
   }
-  const std::string arch = architectureOf(checkpoint, configType);
-  std::shared_ptr<Impl> impl;
-  if (arch == "gpt2") {
-    const gpt2::Config c = gpt2::Config::fromCheckpoint(checkpoint, extra);
-    impl = makeImpl(platform, gpt2::Model::load(platform, checkpoint, options.dtype, options.compute, extra));
-    impl->vocab = c.vocab, impl->maxContext = c.positions, impl->layers = c.layers;
-    impl->kvHeads = c.heads, impl->headDim = c.width / c.heads;
-  } else {
-    const llama::Config c = llama::Config::fromCheckpoint(checkpoint, extra);
-    impl = makeImpl(platform, llama::Model::load(platform, checkpoint, options.dtype, options.compute, extra));
-    impl->vocab = c.vocab, impl->maxContext = c.positions, impl->layers = c.layers;
-    impl->kvHeads = c.kvHeads, impl->headDim = c.headDim;
-  }
+  const Family& family = familyOf(checkpoint, configType);
+  std::shared_ptr<Impl> impl = family.load(platform, checkpoint, options, extra);
+  const std::string arch(family.names.front());
   impl->arch = arch;
   impl->tokenizer = std::move(tokenizer);
   impl->dtype = options.dtype;

@@ -69,6 +69,15 @@ struct ConfigSource {
                   std::optional<int64_t> fallback = {}) const {
     return static_cast<int64_t>(number(op, keys, fallback ? std::optional<double>(double(*fallback)) : std::nullopt, true));
   }
+  /// True when one of the keys is present and not null: src.has({"head_dim"}) -> false
+  bool has(std::initializer_list<std::string_view> keys) const {
+    for (std::string_view key : keys) {
+      if (extra.contains(key)) return true;
+      const io::MetaValue* v = checkpoint.meta(key);
+      if (v != nullptr && v->kind() != io::MetaValue::Kind::null) return true;
+    }
+    return false;
+  }
   /// A real value, as integer(): src.real("llama", {"rms_norm_eps"}, 1e-6) -> 1e-5
   double real(std::string_view op, std::initializer_list<std::string_view> keys, std::optional<double> fallback = {}) const {
     return number(op, keys, fallback, false);

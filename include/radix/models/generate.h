@@ -1,5 +1,6 @@
 #pragma once
-/// Text generation with GPT-2 and Llama checkpoints (HF folders, safetensors, GGUF).
+/// Text generation with checkpoints of the families of docs/models.md (GPT-2, Llama, Mistral,
+/// Qwen2, Qwen3, ...) from HF folders, safetensors and GGUF files.
 ///
 /// How it runs: one compiled executable per step length. A step feeds `s` tokens at a runtime
 /// position and writes their keys and values into a KV cache in place (the cache's buffers are
@@ -58,7 +59,7 @@ struct GenerateStats {
   double promptSeconds = 0, generateSeconds = 0;
 };
 
-/// A loaded GPT-2 or Llama model, its tokenizer, and a KV cache. Not thread-safe.
+/// A loaded model of one of the supported families, its tokenizer, and a KV cache. Not thread-safe.
 class LanguageModel {
  public:
   /// An HF folder (config.json + weights + tokenizer files), a .safetensors file in such a
@@ -75,7 +76,7 @@ class LanguageModel {
                                       std::optional<Tokenizer> tokenizer, const LoadOptions& options = {},
                                       std::string_view configJson = {});
 
-  /// "gpt2" or "llama".
+  /// The family: "gpt2", "llama", "mistral", "qwen2", "qwen3", ... (docs/models.md).
   const std::string& architecture() const;
   /// Parameter count (tied weights once): 124439808 for GPT-2 small.
   int64_t parameters() const;
