@@ -298,6 +298,15 @@ TEST(ChatTemplate, LimitsAreErrors) {
   EXPECT_NE(parseError("{{ 99999999999999999999 }}").find("integer literal out of range"), std::string::npos);
   EXPECT_NE(renderError("{% set s = 'x' * 20000000 %}{{ (s ~ s)|length }}").find("a string is longer than"), std::string::npos);
   EXPECT_NE(renderError("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"), "(no radix::Error)");
+  EXPECT_NE(renderError("{% macro f(n) %}{{ " + std::string(25, '[') + "f(n + 1)" + std::string(25, ']') + " }}{% endmacro %}{{ f(0) }}")
+                .find("evaluation nested deeper than 1500"),
+            std::string::npos);
+  EXPECT_NE(renderError("{% set ns = namespace(x=1) %}{% for i in range(200) %}{% set ns.x = [ns.x] %}{% endfor %}").find("values nested deeper than 100"),
+            std::string::npos);
+  // No reference cycles (they would leak and recurse forever when printed).
+  EXPECT_NE(renderError("{% set ns = namespace() %}{% set ns.me = ns %}").find("cannot hold a namespace"), std::string::npos);
+  EXPECT_NE(renderError("{% set a = namespace() %}{% set d = {'n': [a]} %}{% set a.d = d %}{{ a }}").find("cannot hold a namespace"), std::string::npos);
+  EXPECT_EQ(renderError("{% set a = namespace(x=[1]) %}{% set b = namespace(a=a) %}{% set a.y = {'k': [2]} %}{{ b }}"), "(no radix::Error)");
 }
 
 TEST(ChatTemplate, ParseOnceRenderManyAndConcurrently) {

@@ -26,10 +26,12 @@ namespace {
 constexpr int kMaxNesting = 96;                  // nested expressions/blocks the parser accepts
 constexpr int kMaxNodeDepth = 256;               // depth of any expression tree (a+b+c+... chains)
 constexpr int kMaxCallDepth = 64;                // macro calls in progress
-constexpr int64_t kMaxSteps = 2'000'000;         // evaluation steps per render, plus kStepsPerMessage per message
-constexpr int64_t kStepsPerMessage = 2'000;
+constexpr int64_t kMaxSteps = 1'000'000;         // evaluation steps per render, plus kStepsPerMessage per message
+constexpr int64_t kStepsPerMessage = 1'000;      // (the official templates take about 100 per message)
 constexpr size_t kMaxString = 32u << 20;         // any string or the output
 constexpr int64_t kMaxRange = 100'000;           // jinja2's sandbox MAX_RANGE
+constexpr int kMaxValueDepth = 100;              // lists and dicts inside each other
+constexpr int kMaxEvalDepth = 1'500;             // evaluation recursion (expressions x macro calls)
 
 [[noreturn]] void fail(const std::string& what) { throw Error("[chat_template] " + what); }
 
@@ -104,17 +106,24 @@ std::string pyStrip(std::string_view s, const std::string* chars, bool left, boo
   if (chars)
     for (size_t i = 0; i < chars->size();) set.push_back(decodeAt(*chars, i));
   const auto strip = [&](uint32_t c) { return chars ? std::find(set.begin(), set.end(), c) != set.end() : isPySpace(c); };
-  const std::vector<size_t> at = codePoints(s);
-  size_t begin = 0, end = at.size() - 1;
-  const auto cpAt = [&](size_t k) {
-    size_t i = at[k];
-    return decodeAt(s, i);
-  };
+  size_t begin = 0, end = s.size();
   if (left)
-    while (begin < end && strip(cpAt(begin))) ++begin;
+    while (begin < end) {
+      size_t next = begin;
+      if (!strip(decodeAt(s, next))) break;
+      begin = next;
+    }
   if (right)
-    while (end > begin && strip(cpAt(end - 1))) --end;
-  return std::string(s.substr(at[begin], at[end] - at[begin]));
+    while (end > begin) {
+      size_t start = end - 1;
+      while (start > begin && end - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+      size_t after = start;
+      uint32_t c = decodeAt(s, after);
+      if (after != end) start = end - 1, c = static_cast<unsigned char>(s[end - 1]);  // an invalid tail byte
+      if (!strip(c)) break;
+      end = start;
+    }
+  return std::string(s.substr(begin, end - begin));
 }
 
 std::string asciiUpper(std::string s) {
@@ -246,7 +255,10 @@ struct Value {
 struct ListObj {
   std::vector<Value> items;
   bool tuple = false;
+  int depth = 1;
 };
+
+int depthOf(const Value& v);
 
 struct DictObj {
   std::vector<std::pair<Value, Value>> items;
@@ -256,11 +268,17 @@ struct DictObj {
       if (k.kind == Kind::string && k.s == key) return &v;
     return nullptr;
   }
+  int depth = 1;
   void set(Value key, Value value) {
+    const int inner = 1 + std::max(depthOf(key), depthOf(value));
+    if (inner > kMaxValueDepth) fail("values nested deeper than " + std::to_string(kMaxValueDepth));
+    depth = std::max(depth, inner);
     if (Value* v = find(key)) *v = std::move(value);
     else items.emplace_back(std::move(key), std::move(value));
   }
 };
+
+int depthOf(const Value& v) { return v.kind == Kind::list ? v.list->depth : (v.kind == Kind::dict || v.kind == Kind::ns) ? v.dict->depth : 0; }
 
 struct Interp;
 struct FuncObj {
@@ -272,6 +290,8 @@ Value Value::makeList(std::vector<Value> items, bool tuple) {
   Value v;
   v.kind = Kind::list;
   v.list = std::make_shared<ListObj>();
+  for (const Value& item : items) v.list->depth = std::max(v.list->depth, 1 + depthOf(item));
+  if (v.list->depth > kMaxValueDepth) fail("values nested deeper than " + std::to_string(kMaxValueDepth));
   v.list->items = std::move(items);
   v.list->tuple = tuple;
   return v;
@@ -1481,6 +1501,7 @@ struct Interp {
   std::string out;
   int64_t steps = 0;
   int64_t maxSteps = kMaxSteps;
+  int depth = 0;
   int calls = 0;
   Frame* root = nullptr;
   int loopDepth = 0;
@@ -1493,7 +1514,7 @@ struct Interp {
 
   void emit(std::string_view text) {
     if (out.size() + text.size() > kMaxString) fail("the output is longer than " + std::to_string(kMaxString) + " bytes");
-    step(static_cast<int64_t>(text.size() / 64));
+    step(static_cast<int64_t>(text.size() / 256));
     out += text;
   }
 
@@ -1508,6 +1529,7 @@ struct Interp {
 
   Flow exec(const Stmt& s, Frame& frame) {
     step();
+    Deeper deeper(*this);
     switch (s.kind) {
       case St::text: emit(s.text); return Flow::normal;
       case St::output: {
@@ -1526,6 +1548,7 @@ struct Interp {
         if (s.nsTarget) {
           Value ns = eval(*s.nsTarget, frame);
           if (ns.kind != Kind::ns) error(*s.nsTarget, "cannot assign attribute on non-namespace object " + typeName(ns));
+          if (holdsObject(v)) error(*s.expr, "a namespace attribute cannot hold a namespace, macro or function");
           ns.dict->set(Value::string(s.text), std::move(v));
         } else {
           assign(s, frame, std::move(v), *s.expr);
@@ -1547,6 +1570,17 @@ struct Interp {
       case St::generation: return exec(s.bodies[0], frame);
     }
     return Flow::normal;
+  }
+
+  // Whether v holds a namespace or callable: those could make a reference cycle through a namespace.
+  bool holdsObject(const Value& v) {
+    step();
+    if (v.kind == Kind::ns || v.kind == Kind::func) return true;
+    if (v.kind == Kind::list)
+      return std::any_of(v.list->items.begin(), v.list->items.end(), [&](const Value& x) { return holdsObject(x); });
+    if (v.kind == Kind::dict)
+      return std::any_of(v.dict->items.begin(), v.dict->items.end(), [&](const auto& kv) { return holdsObject(kv.second); });
+    return false;
   }
 
   void assign(const Stmt& s, Frame& frame, Value v, const Expr& where) {
@@ -1582,6 +1616,7 @@ struct Interp {
     auto& d = loop.dict->items;
     for (const char* key : {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "previtem", "nextitem", "cycle"})
       d.emplace_back(Value::string(key), Value());
+    for (const Value& item : items) loop.dict->depth = std::max(loop.dict->depth, 1 + depthOf(item));
     d[6].second = Value::integer(n);
     d[7].second = Value::integer(1);
     d[8].second = Value::integer(0);
@@ -1592,7 +1627,7 @@ struct Interp {
     });
     ++loopDepth;
     for (int64_t k = 0; k < n; ++k) {
-      step(2);
+      step(4);
       *index = k;
       d[0].second = Value::integer(k + 1);
       d[1].second = Value::integer(k);
@@ -1666,13 +1701,13 @@ struct Interp {
         return keys;
       }
       case Kind::string: {
+        step(static_cast<int64_t>(v.s.size()));
         std::vector<Value> chars;
         for (size_t i = 0; i < v.s.size();) {
           const size_t start = i;
           decodeAt(v.s, i);
           chars.push_back(Value::string(v.s.substr(start, i - start)));
         }
-        step(static_cast<int64_t>(chars.size()));
         return chars;
       }
       default: error(where, "'" + typeName(v) + "' object is not iterable");
@@ -1680,8 +1715,20 @@ struct Interp {
   }
 
   // ---- expressions
+  struct Deeper {
+    Interp& in;
+    explicit Deeper(Interp& interp) : in(interp) {
+      if (++in.depth > kMaxEvalDepth) {
+        --in.depth;
+        fail("evaluation nested deeper than " + std::to_string(kMaxEvalDepth) + " (recursive macros?)");
+      }
+    }
+    ~Deeper() { --in.depth; }
+  };
+
   Value eval(const Expr& e, Frame& frame) {
     step();
+    Deeper deeper(*this);
     switch (e.kind) {
       case Ex::literal: return e.literal;
       case Ex::name: {
@@ -1797,6 +1844,7 @@ struct Interp {
         if (k < 0) k += n;
         if (k >= 0 && k < n) return obj.list->items[k];
       } else {
+        step(static_cast<int64_t>(obj.s.size() / 16));
         const std::vector<size_t> at = codePoints(obj.s);
         const auto n = static_cast<int64_t>(at.size()) - 1;
         if (k < 0) k += n;
@@ -1821,7 +1869,7 @@ struct Interp {
     std::vector<size_t> at;
     int64_t n = 0;
     if (obj.kind == Kind::list) n = static_cast<int64_t>(obj.list->items.size());
-    else if (obj.kind == Kind::string) at = codePoints(obj.s), n = static_cast<int64_t>(at.size()) - 1;
+    else if (obj.kind == Kind::string) step(static_cast<int64_t>(obj.s.size() / 16)), at = codePoints(obj.s), n = static_cast<int64_t>(at.size()) - 1;
     else return Value::undefined("");
     const int64_t stepBy = bound[2].value_or(1);
     if (stepBy == 0) error(e, "slice step cannot be zero");
@@ -2112,11 +2160,12 @@ struct Interp {
   static std::string replaceAll(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
     std::string out;
     if (from.empty()) {
-      const std::vector<size_t> at = codePoints(s);
       int64_t done = 0;
-      for (size_t k = 0; k + 1 < at.size(); ++k) {
+      for (size_t i = 0; i < s.size();) {
         if (count < 0 || done < count) out += to, ++done;
-        out.append(s, at[k], at[k + 1] - at[k]);
+        const size_t start = i;
+        decodeAt(s, i);
+        out.append(s, start, i - start);
         if (out.size() > kMaxString) fail("a string is too long");
       }
       if (count < 0 || done < count) out += to;
@@ -2141,9 +2190,9 @@ struct Interp {
   Value binary(const Expr& e, const Value& a, const Value& b) {
     const std::string& op = e.name;
     if (op == "~") {
-      std::string out = str(a);
-      out += str(b);
-      step(static_cast<int64_t>(out.size() / 64));
+      std::string out = a.kind == Kind::string ? a.s : str(a);
+      out += b.kind == Kind::string ? b.s : str(b);
+      step(static_cast<int64_t>(out.size() / 256));
       return Value::string(std::move(out));
     }
     if (a.kind == Kind::undefined) failUndefined(a);
@@ -2153,7 +2202,7 @@ struct Interp {
     };
     if (op == "+") {
       if (a.kind == Kind::string && b.kind == Kind::string) {
-        step(static_cast<int64_t>((a.s.size() + b.s.size()) / 64));
+        step(static_cast<int64_t>((a.s.size() + b.s.size()) / 256));
         if (a.s.size() + b.s.size() > kMaxString) error(e, "a string is longer than " + std::to_string(kMaxString) + " bytes");
         return Value::string(a.s + b.s);
       }
@@ -2174,10 +2223,14 @@ struct Interp {
       if (times.kind != Kind::integer && times.kind != Kind::boolean) return unsupported();
       const int64_t n = std::max<int64_t>(times.intOf(), 0);
       if (!text.s.empty() && n > static_cast<int64_t>(kMaxString / text.s.size())) error(e, "a string is longer than " + std::to_string(kMaxString) + " bytes");
+      step(static_cast<int64_t>(text.s.size() * static_cast<size_t>(n) / 256));
       std::string out;
-      out.reserve(text.s.size() * static_cast<size_t>(n));
-      for (int64_t k = 0; k < n; ++k) out += text.s;
-      step(static_cast<int64_t>(out.size() / 64));
+      if (text.s.size() == 1) {
+        out.assign(static_cast<size_t>(n), text.s[0]);
+      } else {
+        out.reserve(text.s.size() * static_cast<size_t>(n));
+        for (int64_t k = 0; k < n; ++k) out += text.s;
+      }
       return Value::string(std::move(out));
     }
     if (op == "%" && a.kind == Kind::string) error(e, "'%' string formatting is not supported");

@@ -54,16 +54,21 @@ def environment():
     return env
 
 
+_compiled = {}
+
+
 def render(env, case):
     if "source" in case:
         source = case["source"]
     else:
         with open(case["template"], encoding="utf-8") as f:
             source = f.read()
+    if source not in _compiled:  # jinja2 compiles slowly: once per template text
+        _compiled[source] = env.from_string(source)
     context = case.get("context", {})
     variables = dict(context.get("strings", {}))
     variables.update(bos_token=context.get("bos_token", ""), eos_token=context.get("eos_token", ""))
-    return env.from_string(source).render(messages=case.get("messages", []), tools=None, documents=None,
+    return _compiled[source].render(messages=case.get("messages", []), tools=None, documents=None,
                                           add_generation_prompt=context.get("add_generation_prompt", True),
                                           **variables)
 
