@@ -274,6 +274,22 @@ TEST(CliInfo, DescribesTheTestModels) {
   }
 }
 
+TEST(CliInfo, DescribesTheOtherFamilies) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      // Qwen3: head_dim 24 != width / heads, rope theta 1e6.
+      {"qwen3-tiny", {"architecture:  qwen3\n", "\nhead dim:      24\n", "\nrope base:     1000000\n",
+                      "\nnorm eps:      1e-06\n", "\nsliding window: 4096 (unused: use_sliding_window is false)\n"}},
+      {"qwen3-tiny.gguf", {"architecture:  qwen3\n", "\nhead dim:      24\n", "\nrope base:     1000000\n"}},
+      {"mistral-tiny.gguf", {"architecture:  llama\n", "\nsliding window: 8\n", "\ntensors:       21 (F32 21)\n"}},
+  };
+  for (const auto& [model, lines] : cases) {
+    if (!fs::exists(testModels() + "/" + model)) continue;  // before modelsA's families
+    const CliRun r = radix("info --model " + testModels() + "/" + model);
+    ASSERT_EQ(r.status, 0) << model << ": " << r.err;
+    for (const std::string& want : lines) EXPECT_NE(r.out.find(want), std::string::npos) << model << ": " << want << " in:\n" << r.out;
+  }
+}
+
 TEST(CliInfo, DescribesArchitecturesRadixCannotRun) {
   // A GGUF of an unknown architecture with a Q8_0 matrix, and no tokenizer.
   const std::string path = testModels() + "/frobnet.gguf";

@@ -45,7 +45,7 @@ std::string valueText(const io::MetaValue& v) {
   if (v.kind() == io::MetaValue::Kind::integer) return std::to_string(v.asInt());
   if (v.kind() == io::MetaValue::Kind::real) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v.asFloat());
+    std::snprintf(buf, sizeof buf, "%.7g", v.asFloat());  // GGUF stores FLOAT32: 1e-05, not 9.99999974737875e-06
     return buf;
   }
   if (v.kind() == io::MetaValue::Kind::string) return v.asString();
@@ -155,6 +155,10 @@ void printConfig(const io::Checkpoint& checkpoint, const Config& c) {
       else if (const io::TensorInfo* t = checkpoint.find("token_embd.weight"); t && !t->dims.empty())
         text = std::to_string(t->dims[0]);
     }
+    if (label == "sliding window" && !g)  // Qwen2's configs carry a window that this flag turns off
+      if (const io::MetaValue* use = c.find({"use_sliding_window"}); use && use->kind() == io::MetaValue::Kind::boolean &&
+                                                                     !use->asBool() && !text.empty())
+        text += " (unused: use_sliding_window is false)";
     if (!text.empty()) line(f.label, text);
   }
 }
