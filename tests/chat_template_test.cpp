@@ -216,6 +216,7 @@ TEST(ChatTemplate, SnippetsMatchJinja2) {
       "{%- for m in messages -%}\n  {%- if loop.first -%}\n    [{{ m.role }}]\n  {%- endif %}\n  {{ m.content }}\n{%- endfor %}\n",
       "{{ ['a', 'é\n', '\u200b', 'x\x7f', \"'\", '\\\\'] }}{{ [1.5e-7, -0.0, 1e22] }}",
       "{% for a, b in [[1, 2], (3, 4)] %}{{ a }}{{ b }}{% endfor %}{% for x in {'k': 'v'} %}{{ x }}{% endfor %}",
+      "{{ none|selectattr('type', 'equalto', 'x')|list }}{{ none|map('upper')|list }}{{ none|reject('none')|list }}{{ 0|select|list }}",
       // runtime errors: both fail
       "{{ undefined_thing.x }}", "{{ 'a' + 1 }}", "{{ foo + 'a' }}", "{{ 1 / 0 }}", "{{ 1 // 0 }}", "{{ foo|tojson }}", "{{ raise_exception('boom') }}",
       "{{ 'abc'.nope() }}", "{{ 1 < 'a' }}", "{{ messages.append(1) }}", "{{ range(100001)|length }}", "{% set a, b = [1] %}",

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Writes random-weight models (GPT-2, Llama, Qwen2, Qwen3, Mistral) in the file layouts real
-checkpoints use.
+"""Writes random-weight models (GPT-2, Llama, Qwen2, Qwen3, Mistral, Phi-3, Gemma 2) in the file
+layouts real checkpoints use.
 
   tools/make_test_models.py OUT [--size tiny|bench] [--only gpt2,llama,llama-gguf,gpt2-gguf,...]
                                 [--tokenizer auto|bytes|PATH] [--seed 0]
@@ -22,6 +22,13 @@ Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
   mistral-tiny/, .gguf Mistral: sliding_window 8, smaller than the tests' context; GGUF arch
                        "llama" as llama.cpp's converter writes Mistral (q and k permuted), with
                        llama.attention.sliding_window
+  phi3-tiny/           HF Phi-3 folder: fused qkv_proj and gate_up_proj, longrope factors in
+                       config.json (original context 16), partial rotary, sliding window
+  phi3-tiny.gguf       as llama.cpp's converter writes it: attn_qkv, ffn_up = gate + up,
+                       rope_factors_{long,short}.weight, phi3.rope.scaling.* keys
+  gemma2-tiny/         HF Gemma 2 folder: pre/post norms, head_dim != width / heads, soft caps,
+                       sliding window 8, tied embeddings
+  gemma2-tiny.gguf     as llama.cpp's converter writes it: norm weights stored with 1 added
 --only defaults to every family of the size (bench: gpt2 and llama).
 
 Tokenizers: `bytes` is a byte-level BPE whose first 256 ids are the bytes themselves (id = byte
@@ -33,6 +40,7 @@ Same seed, same files: weights come from torch.Generator seeded with --seed.
 """
 import argparse
 import json
+import math
 import os
 import struct
 import sys
@@ -403,6 +411,214 @@ def make_gpt2_gguf(out, name, c, w, tokenizer):
     return path
 
 
+
+# ---- phi3 and gemma2 (HF folders and GGUF files as llama.cpp's converter writes them) ----
+
+SIZES_B = {
+    "tiny": {
+        # longrope with a short original context (16) so that both factor sets are reachable in
+        # tests, partial rotary (Phi-4-mini), a sliding window shorter than the test prompts.
+        "phi3": dict(vocab=300, positions=256, original=16, width=64, layers=2, heads=4, kv_heads=2, ffn=96,
+                     rotary=0.75, window=24, tied=False),
+        # head_dim != width / heads (as Gemma 2 2B), a window shorter than the test prompts, caps
+        # small enough to be active on these random weights.
+        "gemma2": dict(vocab=300, positions=256, width=64, layers=3, heads=4, kv_heads=2, head_dim=24, ffn=128,
+                       window=8, attn_cap=8.0, final_cap=5.0),
+    },
+}
+
+
+def phi3_rope_dims(c):
+    return int(c["rotary"] * c["width"]) // c["heads"]
+
+
+def phi3_weights(c, rnd):
+    d, v, f = c["width"], c["vocab"], c["ffn"]
+    hd = d // c["heads"]
+    qkv = (c["heads"] + 2 * c["kv_heads"]) * hd
+    w = {"model.embed_tokens.weight": rnd.normal(v, d, std=0.5)}
+    for i in range(c["layers"]):
+        l = "model.layers.%d." % i
+        w[l + "input_layernorm.weight"] = rnd.norm(d)
+        w[l + "self_attn.qkv_proj.weight"] = rnd.linear(qkv, d)
+        w[l + "self_attn.o_proj.weight"] = rnd.linear(d, c["heads"] * hd)
+        w[l + "post_attention_layernorm.weight"] = rnd.norm(d)
+        w[l + "mlp.gate_up_proj.weight"] = rnd.linear(2 * f, d)
+        w[l + "mlp.down_proj.weight"] = rnd.linear(d, f)
+    w["model.norm.weight"] = rnd.norm(d)
+    if not c["tied"]:
+        w["lm_head.weight"] = rnd.linear(v, d)
+    return w
+
+
+def phi3_rope_scaling(c, rnd):
+    """longrope factors ({rope dims / 2} each) or None."""
+    if not c["original"]:
+        return None
+    n = phi3_rope_dims(c) // 2
+    short = (1.0 + rnd.normal(n, std=0.1).abs()).tolist()
+    long = (torch.linspace(1.0, 6.0, n) * (1.0 + 0.05 * rnd.normal(n))).tolist()
+    return {"type": "longrope", "short_factor": short, "long_factor": long}
+
+
+def make_phi3(out, name, c, rnd, tokenizer):
+    folder = os.path.join(out, name)
+    os.makedirs(folder, exist_ok=True)
+    w = phi3_weights(c, rnd)
+    write_safetensors(os.path.join(folder, "model.safetensors"), list(w.items()), {"format": "pt"})
+    vocab, merges, _ = tokenizer
+    eos = vocab["<|endoftext|>"]
+    config = {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "hidden_act": "silu",
+        "vocab_size": c["vocab"], "hidden_size": c["width"], "intermediate_size": c["ffn"],
+        "num_hidden_layers": c["layers"], "num_attention_heads": c["heads"],
+        "num_key_value_heads": c["kv_heads"], "max_position_embeddings": c["positions"],
+        "original_max_position_embeddings": c["original"] or c["positions"],
+        "partial_rotary_factor": c["rotary"], "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "rope_scaling": phi3_rope_scaling(c, rnd), "sliding_window": c["window"],
+        "tie_word_embeddings": c["tied"], "bos_token_id": eos, "eos_token_id": eos, "torch_dtype": "float32",
+    }
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    write_tokenizer(folder, vocab, merges, "<|endoftext|>", False)
+    return folder, w, config
+
+
+def make_phi3_gguf(out, name, c, w, config, tokenizer):
+    """As convert_hf_to_gguf's Phi3MiniModel: fused attn_qkv, ffn_up holding gate and up (no row
+    permutation: phi3 is a NEOX-RoPE arch), longrope factors as rope_factors_{long,short}."""
+    vocab, merges, _ = tokenizer
+    meta = {
+        "general.architecture": "phi3", "general.name": name,
+        "phi3.context_length": c["positions"],
+        "phi3.rope.scaling.original_context_length": config["original_max_position_embeddings"],
+        "phi3.embedding_length": c["width"], "phi3.feed_forward_length": c["ffn"],
+        "phi3.block_count": c["layers"], "phi3.attention.head_count": c["heads"],
+        "phi3.attention.head_count_kv": c["kv_heads"], "phi3.attention.layer_norm_rms_epsilon": 1e-5,
+        "phi3.rope.dimension_count": phi3_rope_dims(c), "phi3.rope.freq_base": 10000.0,
+        "phi3.attention.sliding_window": c["window"] or 0,
+    }
+    scaling = config["rope_scaling"]
+    tensors = [("token_embd.weight", w["model.embed_tokens.weight"])]
+    if scaling:
+        scale = c["positions"] / config["original_max_position_embeddings"]
+        original = config["original_max_position_embeddings"]
+        meta["phi3.rope.scaling.attn_factor"] = math.sqrt(1 + math.log(scale) / math.log(original)) if scale > 1 else 1.0
+        tensors += [("rope_factors_long.weight", torch.tensor(scaling["long_factor"])),
+                    ("rope_factors_short.weight", torch.tensor(scaling["short_factor"]))]
+    meta.update(gguf_tokenizer_meta(vocab, merges))
+    names = {"input_layernorm": "attn_norm", "self_attn.qkv_proj": "attn_qkv", "self_attn.o_proj": "attn_output",
+             "post_attention_layernorm": "ffn_norm", "mlp.gate_up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    for i in range(c["layers"]):
+        for hf, gg in names.items():
+            tensors.append(("blk.%d.%s.weight" % (i, gg), w["model.layers.%d.%s.weight" % (i, hf)]))
+    tensors.append(("output_norm.weight", w["model.norm.weight"]))
+    if "lm_head.weight" in w:
+        tensors.append(("output.weight", w["lm_head.weight"]))
+    path = os.path.join(out, name + ".gguf")
+    write_gguf(path, meta, [(n, t.contiguous().numpy()) for n, t in tensors])
+    return path
+
+
+def gemma2_weights(c, rnd):
+    d, v, f, hd = c["width"], c["vocab"], c["ffn"], c["head_dim"]
+    q, kv = c["heads"] * hd, c["kv_heads"] * hd
+    gemma_norm = lambda: 1.0 + rnd.normal(d, std=0.1)  # noqa: E731 (Gemma scales by 1 + w: ~2)
+    w = {"model.embed_tokens.weight": rnd.normal(v, d, std=0.125)}
+    for i in range(c["layers"]):
+        l = "model.layers.%d." % i
+        w[l + "input_layernorm.weight"] = gemma_norm()
+        w[l + "self_attn.q_proj.weight"] = rnd.linear(q, d)
+        w[l + "self_attn.k_proj.weight"] = rnd.linear(kv, d)
+        w[l + "self_attn.v_proj.weight"] = rnd.linear(kv, d)
+        w[l + "self_attn.o_proj.weight"] = rnd.linear(d, q)
+        w[l + "post_attention_layernorm.weight"] = gemma_norm()
+        w[l + "pre_feedforward_layernorm.weight"] = gemma_norm()
+        w[l + "mlp.gate_proj.weight"] = rnd.linear(f, d)
+        w[l + "mlp.up_proj.weight"] = rnd.linear(f, d)
+        w[l + "mlp.down_proj.weight"] = rnd.linear(d, f)
+        w[l + "post_feedforward_layernorm.weight"] = gemma_norm()
+    w["model.norm.weight"] = gemma_norm()
+    return w
+
+
+def make_gemma2(out, name, c, rnd, tokenizer):
+    folder = os.path.join(out, name)
+    os.makedirs(folder, exist_ok=True)
+    w = gemma2_weights(c, rnd)
+    write_safetensors(os.path.join(folder, "model.safetensors"), list(w.items()), {"format": "pt"})
+    vocab, merges, _ = tokenizer
+    eos = vocab["<|endoftext|>"]
+    config = {
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "hidden_act": "gelu_pytorch_tanh",
+        "hidden_activation": "gelu_pytorch_tanh", "vocab_size": c["vocab"], "hidden_size": c["width"],
+        "intermediate_size": c["ffn"], "num_hidden_layers": c["layers"], "num_attention_heads": c["heads"],
+        "num_key_value_heads": c["kv_heads"], "head_dim": c["head_dim"], "max_position_embeddings": c["positions"],
+        "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "query_pre_attn_scalar": c["head_dim"],
+        "sliding_window": c["window"], "attn_logit_softcapping": c["attn_cap"],
+        "final_logit_softcapping": c["final_cap"], "tie_word_embeddings": True, "bos_token_id": eos,
+        "eos_token_id": eos, "torch_dtype": "float32",
+    }
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    write_tokenizer(folder, vocab, merges, "<|endoftext|>", False)
+    return folder, w, config
+
+
+def make_gemma2_gguf(out, name, c, w, config, tokenizer):
+    """As convert_hf_to_gguf's Gemma2Model: norm weights stored with the 1 added, no lm_head, no
+    row permutation (NEOX RoPE), no query_pre_attn_scalar key (llama.cpp derives the scale)."""
+    vocab, merges, _ = tokenizer
+    meta = {
+        "general.architecture": "gemma2", "general.name": name,
+        "gemma2.context_length": c["positions"], "gemma2.embedding_length": c["width"],
+        "gemma2.block_count": c["layers"], "gemma2.feed_forward_length": c["ffn"],
+        "gemma2.attention.head_count": c["heads"], "gemma2.attention.head_count_kv": c["kv_heads"],
+        "gemma2.attention.layer_norm_rms_epsilon": 1e-6, "gemma2.attention.key_length": c["head_dim"],
+        "gemma2.attention.value_length": c["head_dim"], "gemma2.attn_logit_softcapping": c["attn_cap"],
+        "gemma2.final_logit_softcapping": c["final_cap"], "gemma2.attention.sliding_window": c["window"],
+    }
+    meta.update(gguf_tokenizer_meta(vocab, merges))
+    names = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+             "post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
+             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+             "post_feedforward_layernorm": "post_ffw_norm"}
+    shift = lambda name, t: t + 1 if name.endswith("norm.weight") else t  # noqa: E731
+    tensors = [("token_embd.weight", w["model.embed_tokens.weight"])]
+    for i in range(c["layers"]):
+        for hf, gg in names.items():
+            hf_name = "model.layers.%d.%s.weight" % (i, hf)
+            tensors.append(("blk.%d.%s.weight" % (i, gg), shift(hf_name, w[hf_name])))
+    tensors.append(("output_norm.weight", shift("model.norm.weight", w["model.norm.weight"])))
+    path = os.path.join(out, name + ".gguf")
+    write_gguf(path, meta, [(n, t.contiguous().numpy()) for n, t in tensors])
+    return path
+
+
+# arch -> (HF folder writer, GGUF writer, seed offset)
+FAMILIES_B = {"phi3": (make_phi3, make_phi3_gguf, 2), "gemma2": (make_gemma2, make_gemma2_gguf, 3)}
+
+
+def make_families_b(args, only):
+    for arch, (make, make_gguf, offset) in FAMILIES_B.items():
+        if not only & {arch, arch + "-gguf"}:
+            continue
+        if arch not in SIZES_B.get(args.size, {}):
+            continue  # tiny only (main() refuses an explicit request for another size)
+        c = dict(SIZES_B[args.size][arch])
+        vocab, merges = byte_vocab(c["vocab"])
+        tokenizer = (vocab, merges, False)
+        name = "%s-%s" % (arch, args.size)
+        folder, w, config = make(args.out, name, c, Random(args.seed + offset), tokenizer)
+        print(folder)
+        if arch + "-gguf" in only:
+            try:
+                print(make_gguf(args.out, name, c, w, config, tokenizer))
+            except ImportError as e:
+                print("skipping %s.gguf: %s" % (name, e), file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
@@ -416,10 +632,11 @@ def main():
     families = ("gpt2", "llama", "qwen2", "qwen3", "mistral")  # the index is the seed's offset
     sizes = SIZES[args.size]
     if args.only is None:
-        only = {a + t for a in sizes for t in ("", "-gguf")}
+        only = {a + t for a in list(sizes) + list(SIZES_B.get(args.size, {})) for t in ("", "-gguf")}
     else:
         only = set(args.only.split(","))
-        missing = sorted(a for a in families if only & {a, a + "-gguf"} and a not in sizes)
+        missing = sorted(a for a in families + tuple(FAMILIES_B) if only & {a, a + "-gguf"}
+                         and a not in sizes and a not in SIZES_B.get(args.size, {}))
         if missing:
             ap.error("no %s size for %s" % (args.size, ", ".join(missing)))
     os.makedirs(args.out, exist_ok=True)
@@ -454,6 +671,7 @@ def main():
                 print(gguf)
             except ImportError as e:
                 print("skipping %s.gguf: %s" % (name, e), file=sys.stderr)
+    make_families_b(args, only)
 
 
 if __name__ == "__main__":

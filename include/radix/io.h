@@ -178,6 +178,17 @@ struct LoadSpec {
   /// Stored tensors no leaf claims are an error unless they match one of these regexes
   /// (e.g. "attn\\.bias$", "attn\\.masked_bias$" of GPT-2 checkpoints).
   std::vector<std::string> ignoreExtra;
+  /// Stored tensors that only PyTorch uses (BatchNorm's running count "num_batches_tracked") are
+  /// skipped and listed in LoadReport::notes; false makes them extra, as any unclaimed tensor.
+  bool ignorePyTorchOnly = true;
+};
+
+/// What loadInto did besides binding every leaf.
+struct LoadReport {
+  /// Stored tensors no leaf claimed that were skipped: PyTorch-only ones and ignoreExtra matches.
+  std::vector<std::string> ignored;
+  /// Lines worth telling the user: "ignored 3 PyTorch-only tensors (num_batches_tracked): bn1.num_batches_tracked, ..."
+  std::vector<std::string> notes;
 };
 
 /// "h[3].attn.c_attn.weight" -> "h.3.attn.c_attn.weight" (LoadSpec's default rename).
@@ -190,7 +201,7 @@ struct Leaf {
   Tensor* tensor;
 };
 /// Binds the leaves (the non-template part of loadInto).
-void bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const Checkpoint& checkpoint, const LoadSpec& spec);
+LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const Checkpoint& checkpoint, const LoadSpec& spec);
 
 struct LeafCollector : radix::detail::PathBuilder {
   std::vector<Leaf> out;
@@ -204,13 +215,16 @@ struct LeafCollector : radix::detail::PathBuilder {
 /// with the expected dims and tags; std::optional<Tensor> leaves that are empty are skipped)
 /// to the stored tensor of the same name. The leaf keeps its tags (Conv1D [in,out] weights are
 /// handled by tagging, never by copies). Missing, extra or mis-shaped tensors: a [load] error
-/// naming the tensor and both shapes (all problems listed in one message).
+/// naming the tensor and both shapes (all problems listed in one message). Where missing and
+/// extra names differ by a leading prefix ("module.fc.weight" stored for "fc.weight"), the error
+/// says "did you mean" and which prefix to add to LoadSpec::prefixes. PyTorch-only tensors
+/// (num_batches_tracked) are skipped and noted in the returned report.
 /// io::loadInto(cpu, model, ckpt)  // model.h[0].attn.c_attn.weight bound to {in=768,out=2304}:f32
 template <class Model>
-void loadInto(const Platform& platform, Model& model, const Checkpoint& checkpoint, const LoadSpec& spec = {}) {
+LoadReport loadInto(const Platform& platform, Model& model, const Checkpoint& checkpoint, const LoadSpec& spec = {}) {
   detail::LeafCollector collector;
   radix::detail::visitLeaves(collector, model);
-  detail::bindLeaves(platform, collector.out, checkpoint, spec);
+  return detail::bindLeaves(platform, collector.out, checkpoint, spec);
 }
 
 /// Hyperparameters of a llama- or gpt2-style model, read from GGUF metadata or config.json.

@@ -5,15 +5,20 @@
 /// work as for any model.
 ///
 /// Axis tags: "s" sequence, "d" model width, "voc" vocabulary, "h" heads, "hd" head width,
-/// "q" and "k" query and key positions in attention.
+/// "q" and "k" query and key positions in attention; "b" batch, "c" channels, "h" and "w" image
+/// rows and columns in CNN layers.
 ///
 /// This umbrella includes every family; each lives in include/radix/nn/ (linear, norm, rope,
-/// attention, activation, resize, testing).
+/// attention, activation, resize, testing; conv and pool for CNNs, encoder for multi-head attention
+/// and transformer encoder layers).
 #include "radix/nn/activation.h"
 #include "radix/nn/attention.h"
 #include "radix/nn/common.h"
+#include "radix/nn/conv.h"
+#include "radix/nn/encoder.h"
 #include "radix/nn/linear.h"
 #include "radix/nn/norm.h"
+#include "radix/nn/pool.h"
 #include "radix/nn/resize.h"
 #include "radix/nn/rope.h"
 #include "radix/nn/testing.h"

@@ -27,7 +27,7 @@ constexpr int kMaxNesting = 96;                  // nested expressions/blocks th
 constexpr int kMaxNodeDepth = 256;               // depth of any expression tree (a+b+c+... chains)
 constexpr int kMaxCallDepth = 64;                // macro calls in progress
 constexpr int64_t kMaxSteps = 1'000'000;         // evaluation steps per render, plus kStepsPerMessage per message
-constexpr int64_t kStepsPerMessage = 1'000;      // (the official templates take about 100 per message)
+constexpr int64_t kStepsPerMessage = 1'000;
 constexpr size_t kMaxString = 32u << 20;         // any string or the output
 constexpr int64_t kMaxRange = 100'000;           // jinja2's sandbox MAX_RANGE
 constexpr int kMaxValueDepth = 100;              // lists and dicts inside each other
@@ -2609,6 +2609,7 @@ struct Interp {
     if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr" || name == "map") {
       const bool byAttr = name == "selectattr" || name == "rejectattr";
       std::vector<Value> out;
+      if (!truthy(v)) return Value::makeList({});  // jinja2 skips a falsy input (none|selectattr(...) is empty)
       std::vector<Value> rest(args.begin() + std::min<size_t>(args.size(), byAttr ? 1 : 0), args.end());
       std::string attribute;
       if (byAttr) attribute = needString(arg(args, kwargs, 0, "attribute"), (name + "'s attribute").c_str());

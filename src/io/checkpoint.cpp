@@ -679,7 +679,53 @@ std::string defaultStoredName(std::string_view path) {
 
 namespace detail {
 
-void bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const Checkpoint& checkpoint, const LoadSpec& spec) {
+namespace {
+
+bool isPyTorchOnly(std::string_view name) {
+  constexpr std::string_view kCount = "num_batches_tracked";
+  return name == kCount || (name.ends_with(kCount) && name[name.size() - kCount.size() - 1] == '.');
+}
+
+/// "did you mean" hints for missing names that an extra name ends with (the checkpoint has a
+/// prefix, such as "module.") or that end with an extra name (the model has one). Appends the hint
+/// to each missing line and returns a closing line naming the commonest prefix, or "".
+std::string prefixHints(const std::vector<std::pair<std::string, size_t>>& missing, const std::vector<std::string>& extras,
+                        std::vector<std::string>& problems) {
+  std::map<std::string, std::string> bySuffix;  // every dotted suffix of an extra name -> that name
+  std::set<std::string> extraSet(extras.begin(), extras.end());
+  for (const std::string& e : extras)
+    for (size_t i = e.find('.'); i != std::string::npos; i = e.find('.', i + 1)) bySuffix.emplace(e.substr(i + 1), e);
+  std::map<std::string, int> storedPrefixes, modelPrefixes;
+  for (const auto& [name, line] : missing) {
+    std::string guess;
+    if (auto it = bySuffix.find(name); it != bySuffix.end()) {
+      guess = it->second;
+      ++storedPrefixes[guess.substr(0, guess.size() - name.size())];
+    } else {
+      for (size_t i = name.find('.'); i != std::string::npos && guess.empty(); i = name.find('.', i + 1))
+        if (extraSet.count(name.substr(i + 1))) {
+          guess = name.substr(i + 1);
+          ++modelPrefixes[name.substr(0, i + 1)];
+        }
+    }
+    if (!guess.empty()) problems[line] += "; did you mean \"" + guess + "\"?";
+  }
+  auto commonest = [](const std::map<std::string, int>& m) {
+    return std::max_element(m.begin(), m.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  };
+  if (!storedPrefixes.empty() && (modelPrefixes.empty() || commonest(storedPrefixes)->second >= commonest(modelPrefixes)->second))
+    return "did you mean LoadSpec::prefixes with \"" + commonest(storedPrefixes)->first +
+           "\"? The checkpoint's names start with it";
+  if (!modelPrefixes.empty())
+    return "did you mean to load into the model's member \"" + commonest(modelPrefixes)->first.substr(0, commonest(modelPrefixes)->first.size() - 1) +
+           "\"? The checkpoint's names lack the model's leading \"" + commonest(modelPrefixes)->first +
+           "\" (or strip it in LoadSpec::rename)";
+  return "";
+}
+
+}  // namespace
+
+LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const Checkpoint& checkpoint, const LoadSpec& spec) {
   const Checkpoint::Impl& impl = *checkpoint.impl();
   std::vector<std::regex> ignore;
   for (const std::string& r : spec.ignoreExtra) {
@@ -690,6 +736,9 @@ void bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const Check
     }
   }
   std::vector<std::string> problems;
+  std::vector<std::pair<std::string, size_t>> missing;  // stored name, its line in problems
+  std::vector<std::string> extras, pytorchOnly;
+  LoadReport report;
   std::vector<size_t> found(leaves.size(), SIZE_MAX);
   std::vector<bool> claimed(impl.tensors.size(), false);
   uint64_t total = 0;
@@ -708,6 +757,7 @@ void bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const Check
     }
     const Shape& want = leaf.tensor->shape();
     if (index == SIZE_MAX) {
+      missing.push_back({stored, problems.size()});
       problems.push_back("missing: \"" + stored + "\" for " + leaf.path + " " + want.str() + " is not in the checkpoint");
       continue;
     }
@@ -730,14 +780,32 @@ void bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const Check
     const TensorInfo& t = impl.tensors[i];
     bool ignored = false;
     for (const std::regex& r : ignore) ignored = ignored || std::regex_search(t.name, r);
-    if (!ignored)
-      problems.push_back("extra: \"" + t.name + "\" " + dimsStr(t.dims) + " " + t.type + " is not claimed by the model");
+    if (!ignored && spec.ignorePyTorchOnly && isPyTorchOnly(t.name)) {
+      pytorchOnly.push_back(t.name);
+      ignored = true;
+    }
+    if (ignored) {
+      report.ignored.push_back(t.name);
+      continue;
+    }
+    extras.push_back(t.name);
+    problems.push_back("extra: \"" + t.name + "\" " + dimsStr(t.dims) + " " + t.type + " is not claimed by the model");
   }
   if (!problems.empty()) {
-    std::string msg = "[load] " + std::to_string(problems.size()) + " problem" + (problems.size() > 1 ? "s" : "") +
-                      " mapping " + (impl.sources.size() == 1 ? impl.sources[0].label : impl.folder) + " onto the model:";
+    const size_t count = problems.size();
+    const std::string hint = prefixHints(missing, extras, problems);
+    std::string msg = "[load] " + std::to_string(count) + " problem" + (count > 1 ? "s" : "") + " mapping " +
+                      (impl.sources.size() == 1 ? impl.sources[0].label : impl.folder) + " onto the model:";
     for (const std::string& p : problems) msg += "\n  " + p;
+    if (!hint.empty()) msg += "\n  " + hint;
     throw Error(msg);
+  }
+  if (!pytorchOnly.empty()) {
+    std::string note = "ignored " + std::to_string(pytorchOnly.size()) + " PyTorch-only tensor" +
+                       (pytorchOnly.size() > 1 ? "s" : "") + " (num_batches_tracked):";
+    for (size_t i = 0; i < pytorchOnly.size() && i < 8; ++i) note += (i ? ", " : " ") + pytorchOnly[i];
+    if (pytorchOnly.size() > 8) note += ", ... (" + std::to_string(pytorchOnly.size() - 8) + " more)";
+    report.notes.push_back(note);
   }
   ProgressBar bar(impl.progress, total);
   std::vector<Tensor> loaded(leaves.size());
@@ -751,6 +819,7 @@ void bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const Check
     loaded[l] = x.withTags(tags);
   }
   for (size_t l = 0; l < leaves.size(); ++l) *leaves[l].tensor = std::move(loaded[l]);
+  return report;
 }
 
 }  // namespace detail

@@ -13,9 +13,11 @@
 #include <set>
 #include <tuple>
 
+#include "radix/models/gemma2.h"
 #include "radix/models/gpt2.h"
 #include "radix/models/llama.h"
 #include "radix/models/mistral.h"
+#include "radix/models/phi3.h"
 #include "radix/models/qwen2.h"
 #include "radix/models/qwen3.h"
 #include "radix/module.h"
@@ -152,6 +154,8 @@ struct CacheDims {
 };
 CacheDims cacheDims(const gpt2::Config& c) { return {c.vocab, c.positions, c.layers, c.heads, c.width / c.heads}; }
 CacheDims cacheDims(const llama::Config& c) { return {c.vocab, c.positions, c.layers, c.kvHeads, c.headDim}; }
+CacheDims cacheDims(const phi3::Config& c) { return {c.vocab, c.positions, c.layers, c.kvHeads, c.headDim}; }
+CacheDims cacheDims(const gemma2::Config& c) { return {c.vocab, c.positions, c.layers, c.kvHeads, c.headDim}; }
 
 using Loader = std::shared_ptr<LanguageModel::Impl> (*)(const Platform&, const io::Checkpoint&, const LoadOptions&,
                                                        const ConfigValues&);
@@ -185,7 +189,8 @@ const std::vector<Family>& families() {
       {{"mistral"}, loadFamily<&mistral::config, &mistral::load>},
       {{"qwen2"}, loadFamily<&qwen2::config, &qwen2::load>},
       {{"qwen3"}, loadFamily<&qwen3::config, &qwen3::load>},
-      // phi3 and gemma2 (radix/models/{phi3,gemma2}.h) go here.
+      {{"phi3"}, loadFamily<&phi3::Config::fromCheckpoint, &phi3::Model::load>},
+      {{"gemma2"}, loadFamily<&gemma2::Config::fromCheckpoint, &gemma2::Model::load>},
   };
   return kFamilies;
 }

@@ -76,7 +76,7 @@ class LanguageModel {
                                       std::optional<Tokenizer> tokenizer, const LoadOptions& options = {},
                                       std::string_view configJson = {});
 
-  /// The family: "gpt2", "llama", "mistral", "qwen2", "qwen3", ... (docs/models.md).
+  /// The family: "gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2" (docs/models.md).
   const std::string& architecture() const;
   /// Parameter count (tied weights once): 124439808 for GPT-2 small.
   int64_t parameters() const;

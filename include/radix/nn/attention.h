@@ -32,6 +32,11 @@ struct AttentionOptions {
   std::optional<int64_t> window;
   /// Soft-capping of the scores after scaling (Gemma 2): cap * tanh(scores / cap).
   std::optional<double> softcap;
+  /// Key-padding mask from lengths (BERT-style batches of unequal sequences): an integer tensor
+  /// {b} (its axis tagged "b" or untagged, matching the axis "b" of q and k) or a scalar; keys at
+  /// positions >= length are masked. A query whose every key is masked (length 0) gives NaN, as
+  /// PyTorch does. {.keyLengths = lengths {b=2}:i32}
+  std::optional<Tensor> keyLengths;
 };
 
 /// softmax(q·kᵀ * scale + bias, masked) · v over tagged axes: q {.., h, q, hd}, k and v
@@ -71,6 +76,23 @@ inline Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Atte
     }
     detail::require(!options.window || (options.causal && *options.window >= 1), "nn.sdpa",
                     "a sliding window needs causal attention and window >= 1");
+    if (options.keyLengths) {
+      const Tensor& lengths = *options.keyLengths;
+      detail::require(!isFloat(lengths.dtype()) && lengths.dtype() != DType::bool_ &&
+                          (lengths.rank() == 0 || (lengths.rank() == 1 && (lengths.shape().tag(0).empty() ||
+                                                                           lengths.shape().tag(0) == Tag("b")))),
+                      "nn.sdpa", "keyLengths must be integers {b} or a scalar, got " + lengths.shape().str());
+      detail::require(lengths.rank() == 0 || (k.shape().hasTag("b") >= 0 && k.dim("b") == lengths.dim(0)), "nn.sdpa",
+                      "keyLengths " + lengths.shape().str() + " needs a batch axis \"b\" of that size in k " +
+                          k.shape().str());
+      const int64_t keys = k.dim("k");
+      const Shape grid = lengths.rank() == 0 ? Shape({keys}, DType::i32).withTags({"k"})
+                                             : Shape({lengths.dim(0), keys}, DType::i32).withTags({"b", "k"});
+      const Tensor len = detail::as(lengths, DType::i32);
+      const Tensor valid = Tensor::iota(grid, "k").lt(lengths.rank() == 0 ? len : len.withTags({"b"}).broad(grid));
+      const double minusInf = -std::numeric_limits<double>::infinity();
+      scores = valid.broad(scores.shape().withDtype(DType::bool_)).select(scores, Tensor::scalar(minusInf, DType::f32));
+    }
     if (options.causal) {
       const int64_t queries = q.dim("q"), keys = k.dim("k");
       const Shape grid = Shape({queries, keys}, DType::i32).withTags({"q", "k"});
