@@ -70,27 +70,34 @@ TEST(CliGenerate, EmbeddedDefaultRuns) {
 
 TEST(CliGenerate, BadArgumentsGiveCleanErrors) {
   const std::string m = " --model " + testModels() + "/gpt2-tiny";
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"generate -n 3", "[generate] --prompt TEXT is required"},
-      {"generate --prompt x" + m, "[generate] -n N (tokens to generate) is required"},
-      {"generate --prompt x -n abc" + m, "[generate] -n needs a number, got \"abc\""},
-      {"generate --prompt x -n 3 --frobnicate" + m, "[generate] unknown option \"--frobnicate\""},
-      {"generate --prompt x -n 3 --top-p 0" + m, "[generate] --top-p must be in (0, 1]"},
-      {"generate --prompt x -n 3 --dtype f64" + m, "[generate] --dtype must be f32, bf16 or f16, got \"f64\""},
-      {"generate --prompt x -n 3 --model /nonexistent/model", "[generate] no model at \"/nonexistent/model\""},
-      {"generate --prompt \"$(head -c 200 /dev/zero | tr '\\0' a)\" -n 3" + m,
-       "[generate] the prompt's 200 tokens do not fit the model's context of 128"},
-      {"generate --prompt x -n 3 --model", "[generate] --model needs a value"},
-      {"bench -p 16", "[bench] --model PATH is required"},
-      {"bench -t 0" + m, "[bench] -t must be >= 1, got 0"},
-      {"bench --model " + testModels() + "/model.safetensors", "[bench] no model at"},
-      {"bench --model " + testModels(), "[bench] [checkpoint] "},
-      {"bench --model " + testModels() + "/gpt2-tiny -p -3", "[bench] -p and -n must be >= 0, one > 0"},
+  // Exit status 2 for a bad command line (with the usage after the message), 1 for a failure.
+  struct Case {
+    std::string args, message;
+    int status;
   };
-  for (const auto& [args, message] : cases) {
+  const std::vector<Case> cases = {
+      {"generate -n 3", "[generate] --prompt TEXT is required", 2},
+      {"generate --prompt x" + m, "[generate] -n N (tokens to generate) is required", 2},
+      {"generate --prompt x -n abc" + m, "[generate] -n needs a number, got \"abc\"", 2},
+      {"generate --prompt x -n 3 --frobnicate" + m, "[generate] unknown option \"--frobnicate\"", 2},
+      {"generate --prompt x -n 3 --top-p 0" + m, "[generate] --top-p must be in (0, 1]", 2},
+      {"generate --prompt x -n 3 --dtype f64" + m, "[generate] --dtype must be f32, bf16 or f16, got \"f64\"", 2},
+      {"generate --prompt x -n 3 --model /nonexistent/model", "[generate] no model at \"/nonexistent/model\"", 1},
+      {"generate --prompt \"$(head -c 200 /dev/zero | tr '\\0' a)\" -n 3" + m,
+       "[generate] the prompt's 200 tokens do not fit the model's context of 128", 1},
+      {"generate --prompt x -n 3 --model", "[generate] --model needs a value", 2},
+      {"bench -p 16", "[bench] --model PATH is required", 2},
+      {"bench -t 0" + m, "[bench] -t must be >= 1, got 0", 2},
+      {"bench --model " + testModels() + "/model.safetensors", "[bench] no model at", 1},
+      {"bench --model " + testModels(), "[bench] [checkpoint] ", 1},
+      {"bench --model " + testModels() + "/gpt2-tiny -p -3", "[bench] -p and -n must be >= 0, one > 0", 2},
+      {"bench --model " + testModels() + "/gpt2-tiny -p 200 -n 1", "[bench] -p/-n exceed the model's context of 128", 1},
+  };
+  for (const auto& [args, message, status] : cases) {
     const CommandResult r = cli(args, true);
-    EXPECT_EQ(r.status, 1) << args << ": " << r.out;
+    EXPECT_EQ(r.status, status) << args << ": " << r.out;
     EXPECT_EQ(r.out.rfind(message, 0), 0u) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find("usage: radix ") != std::string::npos, status == 2) << args << ": " << r.out;
   }
 }
 

@@ -2,7 +2,6 @@
 // radix::models::LanguageModel. With no --model, generate runs the model embedded in the binary
 // (tools/embedded_model.cpp.in: models/kjv, or a tiny random placeholder until it exists).
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,130 +13,76 @@
 #include <thread>
 #include <vector>
 
+#include "chat.h"
+#include "cli.h"
 #include "radix/io.h"
 #include "radix/models/generate.h"
 #include "radix/platform.h"
 #include "radix/tokenizer.h"
 
-extern "C" {
-extern const unsigned char radix_default_config[], radix_default_config_end[];
-extern const unsigned char radix_default_model[], radix_default_model_end[];
-extern const unsigned char radix_default_tokenizer[], radix_default_tokenizer_end[];
-}
+namespace radix {
+
+using cli::Args;
+using cli::RunOptions;
+using cli::UsageError;
 
 namespace {
 
-using radix::DType;
-using radix::Error;
-namespace models = radix::models;
-
-/// A bad command line: printed as "[verb] message", exit code 1.
-struct UsageError {
-  std::string message;
-};
-
-template <class T>
-T number(std::string_view verb, std::string_view flag, std::string_view text) {
-  T value{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty())
-    throw UsageError{"[" + std::string(verb) + "] " + std::string(flag) + " needs a number, got \"" + std::string(text) + "\""};
-  return value;
+/// The prompt's ids: with --chat, the chat template's render of {system, user: prompt}.
+std::vector<int32_t> promptIds(const models::LanguageModel& lm, const std::optional<ChatTemplate>& chat,
+                               const cli::RunOptions& o, const std::string& prompt) {
+  const Tokenizer& tokenizer = lm.tokenizer();
+  if (!chat) return tokenizer.encode(prompt, {.addBos = tokenizer.addBos()});
+  std::vector<ChatMessage> messages;
+  if (o.system) messages.push_back({"system", *o.system});
+  messages.push_back({"user", prompt});
+  const ChatContext context = cli::chatContext(tokenizer);
+  return cli::encodeRendered(tokenizer, context, chat->apply(messages, context));
 }
 
-/// Walks argv: flag() returns the value after a flag.
-struct Args {
-  std::string_view verb;
-  std::vector<std::string_view> items;
-  size_t i = 0;
-  bool done() const { return i >= items.size(); }
-  std::string_view next() { return items[i++]; }
-  std::string_view value(std::string_view flag) {
-    if (done()) throw UsageError{"[" + std::string(verb) + "] " + std::string(flag) + " needs a value"};
-    return next();
-  }
-};
+}  // namespace
 
-DType parseDtype(std::string_view verb, std::string_view s) {
-  if (s == "f32") return DType::f32;
-  if (s == "bf16") return DType::bf16;
-  if (s == "f16") return DType::f16;
-  throw UsageError{"[" + std::string(verb) + "] --dtype must be f32, bf16 or f16, got \"" + std::string(s) + "\""};
-}
-
-const char* dtypeName(DType d) { return d == DType::bf16 ? "bf16" : d == DType::f16 ? "f16" : "f32"; }
-
-radix::Platform platformWith(int threads) {
-  radix::Platform cpu = radix::Platform::cpu();
-  radix::CompileOptions options = cpu.options();
-  options.threads = threads;
-  return cpu.withOptions(options);
-}
-
-/// The model embedded in the binary.
-models::LanguageModel embeddedModel(const radix::Platform& cpu, const models::LoadOptions& options) {
-  auto span = [](const unsigned char* begin, const unsigned char* end) {
-    return std::span<const uint8_t>(begin, static_cast<size_t>(end - begin));
-  };
-  auto text = [](const unsigned char* begin, const unsigned char* end) {
-    return std::string_view(reinterpret_cast<const char*>(begin), static_cast<size_t>(end - begin));
-  };
-  radix::io::Checkpoint checkpoint =
-      radix::io::Checkpoint::fromSafetensorsBytes(span(radix_default_model, radix_default_model_end), "embedded model");
-  radix::Tokenizer tokenizer =
-      radix::Tokenizer::fromJson(text(radix_default_tokenizer, radix_default_tokenizer_end), "embedded tokenizer.json");
-  return models::LanguageModel::fromCheckpoint(cpu, checkpoint, std::move(tokenizer), options,
-                                               text(radix_default_config, radix_default_config_end));
-}
-
-int generate(Args args) {
-  std::optional<std::string> model, prompt;
+int cli::generateCommand(Args& args) {
+  RunOptions o;
+  std::optional<std::string> prompt;
   std::optional<int64_t> n;
-  models::Sampling sampling{.temperature = 0.8, .topK = 40, .topP = 0.95, .seed = 0};
-  bool seeded = false, ids = false;
-  int threads = 0;
-  DType dtype = DType::f32;
-  std::optional<DType> compute;
+  bool ids = false, chat = false;
   while (!args.done()) {
-    const std::string_view flag = args.next();
-    if (flag == "--model" || flag == "-m") model = std::string(args.value(flag));
-    else if (flag == "--prompt" || flag == "-p") prompt = std::string(args.value(flag));
-    else if (flag == "-n") n = number<int64_t>("generate", flag, args.value(flag));
-    else if (flag == "--temp") sampling.temperature = number<double>("generate", flag, args.value(flag));
-    else if (flag == "--top-k") sampling.topK = number<int64_t>("generate", flag, args.value(flag));
-    else if (flag == "--top-p") sampling.topP = number<double>("generate", flag, args.value(flag));
-    else if (flag == "--seed") sampling.seed = number<uint64_t>("generate", flag, args.value(flag)), seeded = true;
-    else if (flag == "-t" || flag == "--threads") threads = number<int>("generate", flag, args.value(flag));
-    else if (flag == "--dtype") dtype = parseDtype("generate", args.value(flag));
-    else if (flag == "--compute") compute = parseDtype("generate", args.value(flag));
+    const std::string_view flag = args.flag();
+    if (runOption(args, flag, o)) continue;
+    if (flag == "--prompt" || flag == "-p") prompt = std::string(args.value(flag));
+    else if (flag == "-n") n = args.number<int64_t>(flag);
     else if (flag == "--ids") ids = true;
-    else throw UsageError{"[generate] unknown option \"" + std::string(flag) + "\""};
+    else if (flag == "--chat") chat = true;
+    else args.unknown(flag);
   }
   if (!prompt) throw UsageError{"[generate] --prompt TEXT is required"};
   if (!n) throw UsageError{"[generate] -n N (tokens to generate) is required"};
   if (*n < 0) throw UsageError{"[generate] -n must be >= 0, got " + std::to_string(*n)};
-  if (threads < 1 && threads != 0) throw UsageError{"[generate] -t must be >= 1, got " + std::to_string(threads)};
-  if (sampling.temperature < 0) throw UsageError{"[generate] --temp must be >= 0"};
-  if (sampling.topK < 0) throw UsageError{"[generate] --top-k must be >= 0"};
-  if (!(sampling.topP > 0 && sampling.topP <= 1)) throw UsageError{"[generate] --top-p must be in (0, 1]"};
-  if (!seeded) sampling.seed = std::random_device{}();
+  if (!chat && (o.system || o.templateFile)) throw UsageError{"[generate] --system and --template need --chat"};
+  checkRunOptions("generate", o);
 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const radix::Platform cpu = platformWith(threads);
-  const models::LoadOptions options{.dtype = dtype, .compute = compute};
-  models::LanguageModel lm = model ? models::LanguageModel::open(cpu, *model, options) : embeddedModel(cpu, options);
-  const radix::Tokenizer& tokenizer = lm.tokenizer();
-  const std::vector<int32_t> promptIds = tokenizer.encode(*prompt);
-  if (promptIds.empty()) throw UsageError{"[generate] the prompt encodes to no tokens"};
-  if (static_cast<int64_t>(promptIds.size()) >= lm.maxContext())
-    throw UsageError{"[generate] the prompt's " + std::to_string(promptIds.size()) +
-                     " tokens do not fit the model's context of " + std::to_string(lm.maxContext())};
+  std::optional<ChatTemplate> chatTemplate;
+  if (chat) chatTemplate = loadTemplate("generate", o);
+  models::LanguageModel lm = openModel(o, chooseDtypes(o));
+  const Tokenizer& tokenizer = lm.tokenizer();
+  const std::vector<int32_t> input = promptIds(lm, chatTemplate, o, *prompt);
+  if (input.empty()) throw Error("[generate] the prompt encodes to no tokens");
+  const int64_t length = static_cast<int64_t>(input.size());
+  if (length >= lm.maxContext())
+    throw Error("[generate] the prompt's " + std::to_string(length) + " tokens do not fit the model's context of " +
+                std::to_string(lm.maxContext()));
+  if (o.verbose) {
+    std::fprintf(stderr, "[generate] prompt ids:");
+    for (int32_t id : input) std::fprintf(stderr, " %d", id);
+    std::fprintf(stderr, "\n");
+  }
   const double loadSeconds = std::chrono::duration<double>(Clock::now() - start).count();
 
   models::Utf8Stream stream;
-  if (!ids) {
+  if (!ids && !chat) {
     std::fwrite(prompt->data(), 1, prompt->size(), stdout);
     std::fflush(stdout);
   }
@@ -153,20 +98,44 @@ int generate(Args args) {
     std::fflush(stdout);
   };
   models::GenerateStats stats;
-  lm.generate(promptIds, *n, sampling, onToken, &stats);
+  if (!chat) {
+    lm.generate(input, *n, o.sampling, onToken, &stats);
+  } else if (*n > 0) {
+    // Stops at an end-of-generation token, and at the end of the context (no context shift).
+    const int64_t room = std::min(*n, lm.maxContext() - length);
+    lm.reset(length + room);
+    lm.prepare(length);
+    Rng rng = Rng::init(platformWith(o.threads), o.sampling.seed);
+    if (o.sampling.temperature > 0) {  // compiles the sampler before the clock starts
+      Rng scratch = rng;
+      (void)lm.sample(Tensor::fromValues(platformWith(o.threads), Shape({lm.vocabSize()}, DType::f32),
+                                         std::vector<float>(size_t(lm.vocabSize()), 0.f)),
+                      o.sampling, scratch);
+    }
+    const auto t0 = Clock::now();
+    const Tensor logits = lm.feed(input);
+    const auto t1 = Clock::now();
+    const cli::Reply reply = cli::sampleReply(lm, logits, room, o.sampling, rng, onToken);
+    stats = {.promptTokens = length, .generatedTokens = static_cast<int64_t>(reply.ids.size()),
+             .decodeSteps = static_cast<int64_t>(reply.fed),
+             .promptSeconds = std::chrono::duration<double>(t1 - t0).count(),
+             .generateSeconds = std::chrono::duration<double>(Clock::now() - t1).count()};
+  }
   if (!ids) {
     const std::string rest = stream.flush();
     std::fwrite(rest.data(), 1, rest.size(), stdout);
   }
   std::printf("\n");
   std::fflush(stdout);
-  std::fprintf(stderr, "\n[generate] %s %s, load %.2f s; prompt: %lld tokens, %.2f tok/s; generation: %lld tokens, %.2f tok/s\n",
-               lm.architecture().c_str(), dtypeName(lm.dtype()), loadSeconds, static_cast<long long>(stats.promptTokens),
+  std::fprintf(stderr, "\n[generate] %s, %s, load %.2f s; prompt: %lld tokens, %.2f tok/s; generation: %lld tokens, %.2f tok/s\n",
+               lm.architecture().c_str(), dtypesText(lm).c_str(), loadSeconds, static_cast<long long>(stats.promptTokens),
                stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0,
                static_cast<long long>(stats.generatedTokens),
                stats.generateSeconds > 0 ? stats.decodeSteps / stats.generateSeconds : 0.0);
   return 0;
 }
+
+namespace {
 
 std::vector<std::string_view> splitList(std::string_view s) {
   std::vector<std::string_view> out;
@@ -192,32 +161,37 @@ std::string paramsText(double n) {
   return buf;
 }
 
-int bench(Args args) {
+int listNumber(std::string_view flag, std::string_view text) {
+  Args one{"bench", {flag, text}, 1};
+  return one.number<int>(flag);
+}
+
+int benchImpl(Args& args) {
   std::optional<std::string> model;
   int64_t prompt = 512, gen = 128, reps = 3;
   std::vector<int> threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::vector<DType> dtypes = {DType::f32};
   std::optional<DType> compute;
   while (!args.done()) {
-    const std::string_view flag = args.next();
+    const std::string_view flag = args.flag();
     if (flag == "--model" || flag == "-m") {
       model = std::string(args.value(flag));
     } else if (flag == "-p") {
-      prompt = number<int64_t>("bench", flag, args.value(flag));
+      prompt = args.number<int64_t>(flag);
     } else if (flag == "-n") {
-      gen = number<int64_t>("bench", flag, args.value(flag));
+      gen = args.number<int64_t>(flag);
     } else if (flag == "-r") {
-      reps = number<int64_t>("bench", flag, args.value(flag));
+      reps = args.number<int64_t>(flag);
     } else if (flag == "-t" || flag == "--threads") {
       threads.clear();
-      for (std::string_view t : splitList(args.value(flag))) threads.push_back(number<int>("bench", flag, t));
+      for (std::string_view t : splitList(args.value(flag))) threads.push_back(listNumber(flag, t));
     } else if (flag == "--dtype") {
       dtypes.clear();
-      for (std::string_view d : splitList(args.value(flag))) dtypes.push_back(parseDtype("bench", d));
+      for (std::string_view d : splitList(args.value(flag))) dtypes.push_back(cli::parseDtype("bench", flag, d));
     } else if (flag == "--compute") {
-      compute = parseDtype("bench", args.value(flag));
+      compute = cli::parseDtype("bench", flag, args.value(flag));
     } else {
-      throw UsageError{"[bench] unknown option \"" + std::string(flag) + "\""};
+      args.unknown(flag);
     }
   }
   if (!model) throw UsageError{"[bench] --model PATH is required"};
@@ -228,7 +202,9 @@ int bench(Args args) {
 
   // The first model loads before the table starts, so that a bad path is a clean error.
   std::optional<models::LanguageModel> first =
-      models::LanguageModel::open(platformWith(threads[0]), *model, {.dtype = dtypes[0], .compute = compute});
+      models::LanguageModel::open(cli::platformWith(threads[0]), *model, {.dtype = dtypes[0], .compute = compute});
+  if (std::max(prompt, gen) > first->maxContext())
+    throw Error("[bench] -p/-n exceed the model's context of " + std::to_string(first->maxContext()));
   std::printf("| model | size | params | dtype | threads | test | t/s |\n");
   std::printf("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n");
   std::fflush(stdout);
@@ -238,10 +214,8 @@ int bench(Args args) {
     for (int t : threads) {
       models::LanguageModel lm =
           first ? std::move(*first)
-                : models::LanguageModel::open(platformWith(t), *model, {.dtype = dtype, .compute = compute});
+                : models::LanguageModel::open(cli::platformWith(t), *model, {.dtype = dtype, .compute = compute});
       first.reset();
-      if (std::max(prompt, gen) > lm.maxContext())
-        throw UsageError{"[bench] -p/-n exceed the model's context of " + std::to_string(lm.maxContext())};
       std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(lm.vocabSize() - 1));
       auto row = [&](const char* kind, int64_t count, auto&& once) {
         once();  // warm-up: compiles (or loads from the disk cache)
@@ -256,7 +230,7 @@ int bench(Args args) {
         for (double x : rates) var += (x - mean) * (x - mean) / std::max<double>(1, static_cast<double>(rates.size()) - 1);
         std::printf("| %s | %s | %s | %s | %d | %s%lld | %.2f ± %.2f |\n", lm.architecture().c_str(),
                     sizeText(static_cast<double>(lm.weightBytes())).c_str(),
-                    paramsText(static_cast<double>(lm.parameters())).c_str(), dtypeName(dtype), t, kind,
+                    paramsText(static_cast<double>(lm.parameters())).c_str(), std::string(name(dtype)).c_str(), t, kind,
                     static_cast<long long>(count), mean, std::sqrt(var));
         std::fflush(stdout);
       };
@@ -272,7 +246,7 @@ int bench(Args args) {
       if (gen > 0)
         row("tg", gen, [&] {
           lm.reset(gen);
-          radix::Rng rng;
+          Rng rng;
           int32_t next = token(random);
           for (int64_t i = 0; i < gen; ++i) next = lm.sample(lm.feed(std::span<const int32_t>(&next, 1)), {}, rng);
         });
@@ -280,27 +254,8 @@ int bench(Args args) {
   return 0;
 }
 
-int run(std::string_view verb, int argc, char** argv) {
-  Args args{verb, {}, 0};
-  for (int i = 2; i < argc; ++i) args.items.emplace_back(argv[i]);
-  try {
-    return verb == "generate" ? generate(args) : bench(args);
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "%s\n", e.message.c_str());
-  } catch (const Error& e) {
-    const std::string prefix = "[" + std::string(verb) + "]";
-    std::string what = e.what();
-    if (what.starts_with("[generate] ") && verb != "generate") what = what.substr(11);  // LanguageModel's errors
-    std::fprintf(stderr, "%s\n", what.starts_with(prefix) ? what.c_str() : (prefix + " " + what).c_str());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "[%s] %s\n", std::string(verb).c_str(), e.what());
-  }
-  return 1;
-}
-
 }  // namespace
 
-/// `radix generate ...` (argv[1] == "generate").
-int radixGenerateMain(int argc, char** argv) { return run("generate", argc, argv); }
-/// `radix bench ...` (argv[1] == "bench").
-int radixBenchMain(int argc, char** argv) { return run("bench", argc, argv); }
+int cli::benchCommand(Args& args) { return benchImpl(args); }
+
+}  // namespace radix

@@ -1,33 +1,23 @@
-// radix: the command-line tool. `radix cache ls`, `radix cache clear`, `radix targets`, `radix version`,
-// `radix generate`, `radix bench` (the last two in tools/generate.cpp).
+// radix: the command-line tool. `radix generate`, `radix bench` (tools/generate.cpp), `radix chat`
+// (tools/chat.cpp), `radix info` (tools/info.cpp), `radix cache ls|clear`, `radix targets`,
+// `radix version`. As getopt tools: --help/-h print usage on stdout and exit 0; a bad command line
+// prints the message and the usage on stderr and exits 2; a failure at run time exits 1.
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
 
+#include "cli.h"
 #include "radix/cache.h"
+#include "radix/error.h"
 #include "radix/platform.h"
 #include "radix/version.h"
 
-int radixGenerateMain(int argc, char** argv);
-int radixBenchMain(int argc, char** argv);
-
 namespace {
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: radix cache ls [DIR]     list cache entries with sizes and ages\n"
-               "       radix cache clear [DIR]  remove every cache entry\n"
-               "       radix targets            CPU names and features for CompileOptions::targetCpu/targetFeatures\n"
-               "       radix version\n"
-               "       radix generate [--model PATH] --prompt TEXT -n N [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-               "                      [-t THREADS] [--dtype f32|bf16] [--compute f32|bf16] [--ids]\n"
-               "                                 generate text (PATH: HF folder or .gguf; none: the embedded model;\n"
-               "                                 --dtype: weights, --compute: activations, default the weights')\n"
-               "       radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16[,..]]\n"
-               "                   [--compute f32|bf16] [-r REPS]\n"
-               "                                 prompt processing and generation tokens/s, as llama-bench\n"
-               "DIR defaults to $RADIX_CACHE_DIR, else $XDG_CACHE_HOME/radix, else ~/.cache/radix\n");
-  return 2;
-}
+using radix::cli::Args;
+using radix::cli::HelpRequested;
+using radix::cli::UsageError;
 
 std::string human(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
@@ -47,46 +37,204 @@ std::string age(double s) {
   return buf;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc < 2) return usage();
-  const std::string command = argv[1];
-  if (command == "version") {
-    std::printf("radix %s\n", RADIX_VERSION);
-    return 0;
+int cacheCommand(Args& args) {
+  std::optional<std::string_view> verb, dir;
+  while (!args.done()) {
+    const std::string_view a = args.flag();
+    if (a.starts_with('-')) args.unknown(a);
+    if (!verb) verb = a;
+    else if (!dir) dir = a;
+    else throw UsageError{"[cache] unexpected argument \"" + std::string(a) + "\""};
   }
-  if (command == "generate") return radixGenerateMain(argc, argv);
-  if (command == "bench") return radixBenchMain(argc, argv);
-  if (command == "targets") {
-    std::printf("host CPU: %s\n\nCPUs (CompileOptions::targetCpu):\n", radix::hostTargetCpu().c_str());
-    for (const std::string& cpu : radix::targetCpuNames()) std::printf("  %s\n", cpu.c_str());
-    std::printf("\nfeatures (CompileOptions::targetFeatures, as +name or -name, comma-separated):\n");
-    for (const std::string& f : radix::targetFeatureNames()) std::printf("  %s\n", f.c_str());
-    return 0;
-  }
-  if (command != "cache" || argc < 3) return usage();
-  const std::string verb = argv[2];
-  if (verb != "ls" && verb != "clear") return usage();
-  const std::string dir = argc > 3 ? argv[3] : radix::cacheDir();
-  if (dir.empty()) {
-    std::fprintf(stderr, "radix: the cache is off (RADIX_CACHE_DIR=off)\n");
-    return 1;
-  }
-  if (verb == "ls") {
-    auto entries = radix::listCache(dir);
+  if (!verb) throw UsageError{"[cache] ls or clear is required"};
+  if (*verb != "ls" && *verb != "clear") throw UsageError{"[cache] unknown action \"" + std::string(*verb) + "\" (ls, clear)"};
+  const std::string folder = dir ? std::string(*dir) : radix::cacheDir();
+  if (folder.empty()) throw radix::Error("[cache] the cache is off (RADIX_CACHE_DIR=off)");
+  if (*verb == "ls") {
+    auto entries = radix::listCache(folder);
     double total = 0;
     for (const auto& e : entries) {
       std::printf("%10s  %6s  %s/%s\n", human(static_cast<double>(e.bytes)).c_str(), age(e.ageSeconds).c_str(),
                   e.target.c_str(), e.name.c_str());
       total += static_cast<double>(e.bytes);
     }
-    std::printf("%zu entries, %s in %s\n", entries.size(), human(total).c_str(), dir.c_str());
+    std::printf("%zu entries, %s in %s\n", entries.size(), human(total).c_str(), folder.c_str());
+  } else {
+    std::printf("removed %zu entries from %s\n", radix::clearCache(folder), folder.c_str());
+  }
+  return 0;
+}
+
+/// Commands that take no arguments.
+void noArguments(Args& args) {
+  if (!args.done()) args.unknown(args.flag());
+}
+
+int targetsCommand(Args& args) {
+  noArguments(args);
+  std::printf("host CPU: %s\n\nCPUs (CompileOptions::targetCpu):\n", radix::hostTargetCpu().c_str());
+  for (const std::string& cpu : radix::targetCpuNames()) std::printf("  %s\n", cpu.c_str());
+  std::printf("\nfeatures (CompileOptions::targetFeatures, as +name or -name, comma-separated):\n");
+  for (const std::string& f : radix::targetFeatureNames()) std::printf("  %s\n", f.c_str());
+  return 0;
+}
+
+int versionCommand(Args& args) {
+  noArguments(args);
+  std::printf("radix %s\n", RADIX_VERSION);
+  return 0;
+}
+
+struct Command {
+  std::string_view name;
+  std::string_view synopsis;  // the usage lines, without "usage: "
+  std::string_view details;   // what --help adds
+  int (*run)(Args&);
+};
+
+constexpr std::string_view kDtypeHelp =
+    "  --dtype f32|bf16|f16  the weights' dtype (default: the stored one for f16/bf16 files, else f32)\n"
+    "  --compute f32|bf16|f16\n"
+    "                        the activations' dtype (default f32)\n";
+
+constexpr std::string_view kSamplingHelp =
+    "  --temp T              sampling temperature, 0 for greedy (default 0.8)\n"
+    "  --top-k K             keep the K most likely tokens, 0 for all (default 40)\n"
+    "  --top-p P             keep the smallest set of probability >= P (default 0.95)\n"
+    "  --seed S              seed of the sampler (default: random)\n"
+    "  -t, --threads N       threads (default: all cores)\n";
+
+const Command kCommands[] = {
+    {"generate",
+     "radix generate [--model PATH] --prompt TEXT -n N [--chat] [--system TEXT] [--template FILE]\n"
+     "                      [--temp T] [--top-k K] [--top-p P] [--seed S] [-t THREADS]\n"
+     "                      [--dtype f32|bf16|f16] [--compute f32|bf16|f16] [--ids] [--verbose]",
+     "Streams the prompt and N generated tokens, then prompt and generation speed on stderr.\n"
+     "  -m, --model PATH      an HF folder or a .gguf file (default: the model embedded in radix)\n"
+     "  -p, --prompt TEXT     the prompt (special tokens such as <|im_start|> are matched whole)\n"
+     "  -n N                  tokens to generate\n"
+     "  --chat                apply the model's chat template to the prompt as one user message; prints\n"
+     "                        the reply only, and stops at an end-of-generation token\n"
+     "  --system TEXT         a system message before the prompt (with --chat)\n"
+     "  --template FILE       a Jinja chat template to use instead of the model's\n"
+     "  --ids                 print token ids instead of text\n"
+     "  -v, --verbose         print the prompt's token ids on stderr\n",
+     radix::cli::generateCommand},
+    {"chat",
+     "radix chat [--model PATH] [--system TEXT] [--template FILE] [-n MAX] [-c CTX] [--temp T]\n"
+     "                  [--top-k K] [--top-p P] [--seed S] [-t THREADS] [--dtype f32|bf16|f16]\n"
+     "                  [--compute f32|bf16|f16] [--verbose]",
+     "A conversation with the model through its chat template. On a terminal: type a message and\n"
+     "Enter; Ctrl-D ends. Otherwise one message per line of stdin, one reply per line of stdout.\n"
+     "The KV cache is kept between turns: each turn feeds only the new tokens.\n"
+     "  -m, --model PATH      an HF folder or a .gguf file with a chat template\n"
+     "  --system TEXT         the system message\n"
+     "  --template FILE       a Jinja chat template to use instead of the model's\n"
+     "  -n MAX                most tokens per reply (default 512)\n"
+     "  -c, --ctx N           the KV cache's length, up to a power of two (default: the model's context,\n"
+     "                        at most 4096); the oldest turns are dropped when the conversation outgrows it\n"
+     "  -v, --verbose         per turn on stderr: tokens kept in the cache, prefilled, generated\n",
+     radix::cli::chatCommand},
+    {"info", "radix info --model PATH",
+     "Architecture, hyperparameters, tensors by type, parameters, file size, tokenizer, special tokens\n"
+     "and chat template of an HF folder or .gguf file (also for architectures radix cannot run).\n"
+     "  -m, --model PATH      an HF folder, a .safetensors file or a .gguf file\n",
+     radix::cli::infoCommand},
+    {"bench",
+     "radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16|f16[,..]]\n"
+     "                   [--compute f32|bf16|f16] [-r REPS]",
+     "Prompt processing (ppP) and generation (tgN) tokens/s as llama-bench prints them.\n"
+     "  -m, --model PATH      an HF folder or a .gguf file\n"
+     "  -p N                  prompt tokens (0: skip; default 512)\n"
+     "  -n N                  generated tokens (0: skip; default 128)\n"
+     "  -t, --threads N,..    thread counts to run (default: all cores)\n"
+     "  --dtype D,..          the weights' dtypes to run (default f32)\n"
+     "  --compute D           the activations' dtype (default: the weights')\n"
+     "  -r N                  repetitions per row (default 3)\n",
+     radix::cli::benchCommand},
+    {"cache", "radix cache ls|clear [DIR]",
+     "ls: list the compile cache's entries with sizes and ages; clear: remove them all.\n"
+     "DIR defaults to $RADIX_CACHE_DIR, else $XDG_CACHE_HOME/radix, else ~/.cache/radix.\n",
+     cacheCommand},
+    {"targets", "radix targets",
+     "CPU names and features for CompileOptions::targetCpu/targetFeatures.\n", targetsCommand},
+    {"version", "radix version", "The version of radix.\n", versionCommand},
+};
+
+void printSynopsis(FILE* to, const Command& c, bool first) {
+  std::fprintf(to, "%s%.*s\n", first ? "usage: " : "       ", static_cast<int>(c.synopsis.size()), c.synopsis.data());
+}
+
+void printAllUsage(FILE* to) {
+  bool first = true;
+  for (const Command& c : kCommands) {
+    printSynopsis(to, c, first);
+    first = false;
+  }
+  std::fprintf(to, "Run radix COMMAND --help for a command's options.\n");
+}
+
+/// Errors from the library name their own module ("[generate] ...", "[gguf] ..."): prefixed with
+/// the command's, and LanguageModel's "[generate] " under another command replaced by it.
+std::string runtimeMessage(std::string_view verb, std::string what) {
+  const std::string prefix = "[" + std::string(verb) + "]";
+  if (what.starts_with("[generate] ") && verb != "generate") what = what.substr(11);
+  return what.starts_with(prefix) ? what : prefix + " " + what;
+}
+
+int runCommand(const Command& c, int argc, char** argv) {
+  Args args{std::string(c.name), {}, 0};
+  for (int i = 2; i < argc; ++i) args.items.emplace_back(argv[i]);
+  try {
+    return c.run(args);
+  } catch (const HelpRequested&) {
+    printSynopsis(stdout, c, true);
+    std::printf("\n%.*s", static_cast<int>(c.details.size()), c.details.data());
+    if (c.name == "generate" || c.name == "chat") std::printf("%s%s", kSamplingHelp.data(), kDtypeHelp.data());
+    return 0;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "%s\n", e.message.c_str());
+    printSynopsis(stderr, c, true);
+    std::fprintf(stderr, "Run radix %s --help for more.\n", std::string(c.name).c_str());
+    return 2;
+  } catch (const radix::Error& e) {
+    std::fprintf(stderr, "%s\n", runtimeMessage(c.name, e.what()).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[%s] %s\n", std::string(c.name).c_str(), e.what());
+  }
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    printAllUsage(stderr);
+    return 2;
+  }
+  const std::string_view command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    if (command == "help" && argc > 2) {
+      for (const Command& c : kCommands)
+        if (c.name == argv[2]) {
+          char help[] = "--help";
+          char* helpArgv[] = {argv[0], argv[2], help};
+          return runCommand(c, 3, helpArgv);
+        }
+      std::fprintf(stderr, "radix: unknown command \"%s\"\n", argv[2]);
+      printAllUsage(stderr);
+      return 2;
+    }
+    printAllUsage(stdout);
     return 0;
   }
-  if (verb == "clear") {
-    std::printf("removed %zu entries from %s\n", radix::clearCache(dir), dir.c_str());
+  if (command == "--version") {
+    std::printf("radix %s\n", RADIX_VERSION);
     return 0;
   }
-  return usage();
+  for (const Command& c : kCommands)
+    if (c.name == command) return runCommand(c, argc, argv);
+  std::fprintf(stderr, "radix: unknown %s \"%s\"\n", command.starts_with('-') ? "option" : "command", argv[1]);
+  printAllUsage(stderr);
+  return 2;
 }
