@@ -46,7 +46,8 @@ json caseJson(const Case& c) {
   j["messages"] = json::array();
   for (const ChatMessage& m : c.messages) j["messages"].push_back({{"role", m.role}, {"content", m.content}});
   j["context"] = {{"bos_token", c.context.bosToken}, {"eos_token", c.context.eosToken},
-                  {"add_generation_prompt", c.context.addGenerationPrompt}, {"strings", c.context.strings}};
+                  {"add_generation_prompt", c.context.addGenerationPrompt}, {"strings", c.context.strings},
+                  {"flags", c.context.flags}};
   return j;
 }
 
@@ -103,6 +104,7 @@ struct Conversation {
   const char* label;
   std::vector<ChatMessage> messages;
   std::map<std::string, std::string> strings = {};
+  std::map<std::string, bool> flags = {};
 };
 
 std::vector<Conversation> conversations() {
@@ -117,6 +119,8 @@ std::vector<Conversation> conversations() {
       {"qwen3 thinking history",
        {{"user", "Q1"}, {"assistant", "<think>\nstep one\n</think>\n\nA1"}, {"user", "Q2"}, {"assistant", "<think>\nmore\n</think>\n\nA2"}}},
       {"qwen3 enable_thinking string", {{"user", "Hi"}}, {{"enable_thinking", "false"}}},
+      {"qwen3 enable_thinking false", {{"user", "Hi"}}, {}, {{"enable_thinking", false}}},
+      {"qwen3 enable_thinking true", {{"user", "Hi"}}, {}, {{"enable_thinking", true}}},
       {"llama date_string", {{"system", "sys"}, {"user", "Hi"}}, {{"date_string", "01 Jan 2025"}}},
       {"empty content", {{"user", ""}, {"assistant", ""}, {"user", "?"}}},
       {"quotes and braces", {{"user", "He said \"{{ not a tag }}\" and '{% nope %}' \\n"}}},
@@ -140,6 +144,7 @@ TEST(ChatTemplate, OfficialTemplatesMatchJinja2) {
         c.context.eosToken = "</s>";
         c.context.addGenerationPrompt = prompt;
         c.context.strings = conv.strings;
+        c.context.flags = conv.flags;
         cases.push_back(std::move(c));
       }
   compareAll(cases);

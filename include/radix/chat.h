@@ -24,6 +24,7 @@ struct ChatContext {
   std::string bosToken, eosToken;              // bos_token, eos_token
   bool addGenerationPrompt = true;             // add_generation_prompt
   std::map<std::string, std::string> strings;  // extra string variables
+  std::map<std::string, bool> flags;           // extra boolean variables: {{"enable_thinking", false}} (Qwen3)
 };
 
 /// A parsed Jinja chat template: parse once, render many times; thread-safe to render.

@@ -2791,6 +2791,7 @@ std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, const 
   Frame globals;
   addGlobals(globals);
   for (const auto& [k, v] : context.strings) globals.set(k, Value::string(v));
+  for (const auto& [k, v] : context.flags) globals.set(k, Value::boolean(v));
   std::vector<Value> list;
   list.reserve(messages.size());
   for (const ChatMessage& m : messages) {

@@ -67,6 +67,7 @@ def render(env, case):
         _compiled[source] = env.from_string(source)
     context = case.get("context", {})
     variables = dict(context.get("strings", {}))
+    variables.update({k: bool(v) for k, v in context.get("flags", {}).items()})
     variables.update(bos_token=context.get("bos_token", ""), eos_token=context.get("eos_token", ""))
     return _compiled[source].render(messages=case.get("messages", []), tools=None, documents=None,
                                           add_generation_prompt=context.get("add_generation_prompt", True),
