@@ -18,10 +18,13 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "io/tokenizer_internal.h"
 #include "radix/io.h"
 
 namespace radix {
 namespace {
+
+using tok::appendUtf8;
 
 constexpr int kMaxNesting = 96;                  // nested expressions/blocks the parser accepts
 constexpr int kMaxNodeDepth = 256;               // depth of any expression tree (a+b+c+... chains)
@@ -57,24 +60,6 @@ uint32_t decodeAt(std::string_view s, size_t& i) {
   }
   i += n + 1;
   return cp;
-}
-
-void appendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 // Code point boundaries of s (offsets of each code point, then s.size()).
