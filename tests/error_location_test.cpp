@@ -71,6 +71,18 @@ TEST(ErrorLocation, EachNnLayerNamesTheCallersLine) {
                              nn::Linear{ph({3, 6}), std::nullopt, "f", "d"}};
   const nn::Activation activation{nn::ActivationKind::gelu};
   const Tensor image = ph({1, 2, 3, 4}, {"b", "c", "h", "w"});
+  const Tensor ints4 = ph({1, 2, 3, 4}, {"b", "c", "h", "w"}, DType::i32);
+  const nn::Conv2d conv{.weight = ph({4, 3, 3, 3})};  // 3 input channels, image has 2
+  const nn::Conv1d conv1{.weight = ph({2, 2, 3}), .stride = {2}, .samePadding = true};
+  const Tensor sequence = ph({1, 2, 9}, {"b", "c", "s"});
+  const nn::BatchNorm batchNorm{.running_mean = ph({2}), .running_var = ph({3})};
+  const nn::GroupNorm groupNorm{.groups = 3};
+  const nn::MaxPool2d maxPool{.kernel = {2, 2}, .padding = {2, 0}};
+  const nn::AvgPool2d avgPool{};
+  const nn::AdaptiveAvgPool2d adaptive{.outputSize = {0, 1}};
+  const nn::MultiHeadAttention mha{.in_proj_weight = ph({9, 3}), .heads = 2};  // 2 heads do not divide 3
+  const nn::TransformerEncoderLayer encoder{.self_attn = mha};
+  const Tensor tokens = ph({1, 2, 3}, {"b", "s", "d"});
 
   const std::vector<Row> rows = {
       {"Linear", __LINE__, "[nn.Linear]", [&] { return traceError([&](Tensor t) { return linear3d.forward(t); }, x); }},
@@ -87,6 +99,15 @@ TEST(ErrorLocation, EachNnLayerNamesTheCallersLine) {
       {"SwiGluMlp", __LINE__, "[nn.Linear]", [&] { return traceError([&](Tensor t) { return swiglu.forward(t); }, x); }},
       {"upsampleNearest", __LINE__, "[nn.upsampleNearest]", [&] { return traceError([&](Tensor t) { return nn::upsampleNearest(t, {{"h", 0}}); }, image); }},
       {"Activation", __LINE__, "[nn.Activation]", [&] { return traceError([&](Tensor t) { return activation.forward(t); }, ints); }},
+      {"Conv2d", __LINE__, "[nn.Conv2d]", [&] { return traceError([&](Tensor t) { return conv.forward(t); }, image); }},
+      {"Conv1d", __LINE__, "[nn.Conv1d]", [&] { return traceError([&](Tensor t) { return conv1.forward(t); }, sequence); }},
+      {"BatchNorm", __LINE__, "[nn.BatchNorm]", [&] { return traceError([&](Tensor t) { return batchNorm.forward(t); }, image); }},
+      {"GroupNorm", __LINE__, "[nn.GroupNorm]", [&] { return traceError([&](Tensor t) { return groupNorm.forward(t); }, image); }},
+      {"MaxPool2d", __LINE__, "[nn.MaxPool2d]", [&] { return traceError([&](Tensor t) { return maxPool.forward(t); }, image); }},
+      {"AvgPool2d", __LINE__, "[nn.AvgPool2d]", [&] { return traceError([&](Tensor t) { return avgPool.forward(t); }, ints4); }},
+      {"AdaptiveAvgPool2d", __LINE__, "[nn.AdaptiveAvgPool2d]", [&] { return traceError([&](Tensor t) { return adaptive.forward(t); }, image); }},
+      {"MultiHeadAttention", __LINE__, "[nn.MultiHeadAttention]", [&] { return traceError([&](Tensor t) { return mha.forward(t, {}); }, tokens); }},
+      {"TransformerEncoderLayer", __LINE__, "[nn.TransformerEncoderLayer]", [&] { return traceError([&](Tensor t) { return encoder.forward(t, {}); }, tokens); }},
       // A layer's member function compiled directly: the line of radix::compile.
       {"compile_member", __LINE__, "[nn.Linear]", [&] { return errorOf([&] { radix::compile(cpu(), &nn::Linear::forward, linear3d, x); }); }},
   };
