@@ -305,7 +305,7 @@ TEST(ChatTemplate, LimitsAreErrors) {
   EXPECT_NE(renderError("{% set s = 'x' * 20000000 %}{{ (s ~ s)|length }}").find("a string is longer than"), std::string::npos);
   EXPECT_NE(renderError("{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"), "(no radix::Error)");
   EXPECT_NE(renderError("{% macro f(n) %}{{ " + std::string(25, '[') + "f(n + 1)" + std::string(25, ']') + " }}{% endmacro %}{{ f(0) }}")
-                .find("evaluation nested deeper than 1500"),
+                .find("evaluation nested deeper than 400"),
             std::string::npos);
   EXPECT_NE(renderError("{% set ns = namespace(x=1) %}{% for i in range(200) %}{% set ns.x = [ns.x] %}{% endfor %}").find("values nested deeper than 100"),
             std::string::npos);
