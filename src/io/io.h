@@ -70,4 +70,11 @@ class ProgressBar {
   double start_ = 0, last_ = 0;
 };
 
+/// Dims as messages print them: {768,2304}.
+std::string dimsStr(const std::vector<int64_t>& dims);
+
+/// Tensor i of `impl` on `platform`: bound zero-copy when `want` is its stored dtype (or
+/// absent), else converted; advances `bar` (may be null) by its bytes.
+Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar);
+
 }  // namespace radix::io
