@@ -17,6 +17,7 @@
 
 #include "compiler/cache.h"
 #include "compiler/kernels/lower.h"
+#include "compiler/profile_sites.h"
 #include "compiler/fast_ewise.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -73,9 +74,6 @@ constexpr const char* kEntry = "radix_entry";
 constexpr const char* kPackedEntry = "_mlir_radix_entry";
 // Every object exports the key it was built for (entryKeyText), checked before a cached object runs.
 constexpr const char* kEntryKeySymbol = "radix_entry_key";
-// Profiled objects also export their site table (profileSitesText) and its length.
-constexpr const char* kProfileSitesSymbol = "radix_profile_sites";
-constexpr const char* kProfileSitesSizeSymbol = "radix_profile_sites_size";
 constexpr size_t kMaxProfileSitesBytes = 64 << 20;
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
@@ -166,131 +164,6 @@ void addEntryKey(mlir::ModuleOp module, const std::string& text) {
   auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), static_cast<unsigned>(text.size()));
   mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, mlir::LLVM::Linkage::External,
                                kEntryKeySymbol, b.getStringAttr(text));
-}
-
-// ---- per-op profile (docs/profiling.md) ----
-
-// Traced op names (NameLoc with a source location) and source lines under `loc`, in order.
-void collectLocations(mlir::Location loc, std::vector<std::string>& names,
-                      std::vector<std::pair<std::string, unsigned>>& lines) {
-  if (auto n = mlir::dyn_cast<mlir::NameLoc>(loc)) {
-    const size_t before = lines.size();
-    collectLocations(n.getChildLoc(), names, lines);
-    if (lines.size() > before) names.push_back(n.getName().str());
-  } else if (auto f = mlir::dyn_cast<mlir::FusedLoc>(loc)) {
-    for (mlir::Location l : f.getLocations()) collectLocations(l, names, lines);
-  } else if (auto c = mlir::dyn_cast<mlir::CallSiteLoc>(loc)) {
-    collectLocations(c.getCallee(), names, lines);
-  } else if (auto file = mlir::dyn_cast<mlir::FileLineColLoc>(loc)) {
-    lines.emplace_back(fs::path(file.getFilename().str()).filename().string(), file.getLine());
-  }
-}
-
-template <class T>
-std::vector<T> uniqueInOrder(const std::vector<T>& v) {
-  std::vector<T> out;
-  for (const T& x : v)
-    if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
-  return out;
-}
-
-// "exp+add" and "model.cpp:12,14" for the op and the ops in its body (a fused loop nest keeps
-// the consumer's location; its body keeps each fused op's).
-std::pair<std::string, std::string> siteNames(mlir::Operation* op) {
-  std::vector<std::string> names;
-  std::vector<std::pair<std::string, unsigned>> lines;
-  for (mlir::Region& region : op->getRegions())
-    region.walk([&](mlir::Operation* inner) { collectLocations(inner->getLoc(), names, lines); });
-  collectLocations(op->getLoc(), names, lines);
-  names = uniqueInOrder(names);
-  lines = uniqueInOrder(lines);
-  std::string name;
-  for (size_t i = 0; i < names.size() && i < 6; ++i) name += (i ? "+" : "") + names[i];
-  if (names.size() > 6) name += "+...";
-  if (name.empty()) name = mlir::isa<mlir::memref::CopyOp>(op) ? "copy" : op->getName().getStringRef().str();
-  std::string where;
-  std::string file;
-  for (size_t i = 0; i < lines.size() && i < 6; ++i) {
-    if (lines[i].first != file) {
-      where += (where.empty() ? "" : " ") + lines[i].first + ":";
-      file = lines[i].first;
-    } else {
-      where += ",";
-    }
-    where += std::to_string(lines[i].second);
-  }
-  if (lines.size() > 6) where += ",...";
-  return {name, where.empty() ? "?" : where};
-}
-
-double memrefBytes(mlir::Value v) {
-  auto type = mlir::dyn_cast<mlir::MemRefType>(v.getType());
-  if (!type || !type.hasStaticShape()) return 0;
-  return static_cast<double>(type.getNumElements()) * static_cast<double>(type.getElementTypeBitWidth()) / 8;
-}
-
-/// Wraps each kernel-to-be, loop nest (linalg op, row loop) and copy that no other one contains
-/// in radix_profile_begin/end(id), and returns the sites by id. Runs on buffers, before the
-/// contractions become kernel calls and the linalg ops loops, so each wrapped op keeps its
-/// location and its replacement stays between the two calls.
-std::vector<ProfileSite> instrumentProfile(mlir::ModuleOp module) {
-  std::vector<mlir::Operation*> regions;
-  for (mlir::func::FuncOp fn : module.getOps<mlir::func::FuncOp>()) {
-    if (fn.isExternal()) continue;
-    fn.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
-      if (mlir::isa<mlir::linalg::LinalgOp, mlir::memref::CopyOp, mlir::scf::ForallOp, mlir::scf::ParallelOp>(op)) {
-        regions.push_back(op);
-        return mlir::WalkResult::skip();
-      }
-      return mlir::WalkResult::advance();
-    });
-  }
-  std::vector<ProfileSite> sites;
-  if (regions.empty()) return sites;
-  mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  auto declare = [&](const char* name) {
-    auto f = mlir::func::FuncOp::create(b, module.getLoc(), name, b.getFunctionType({b.getI64Type()}, {}));
-    f.setPrivate();
-    return f;
-  };
-  mlir::func::FuncOp begin = declare("radix_profile_begin"), end = declare("radix_profile_end");
-  for (mlir::Operation* op : regions) {
-    ProfileSite site;
-    std::tie(site.op, site.location) = siteNames(op);
-    llvm::SetVector<mlir::Value> used(op->getOperands().begin(), op->getOperands().end());
-    mlir::getUsedValuesDefinedAbove(op->getRegions(), used);
-    double bytes = 0;
-    for (mlir::Value v : used) bytes += memrefBytes(v);
-    if (kernels::isKernelContraction(op)) {
-      site.kind = "kernel";
-      double iterations = 1;
-      for (int64_t range : mlir::cast<mlir::linalg::LinalgOp>(op).getStaticLoopRanges())
-        iterations *= static_cast<double>(range);
-      site.flops = 2 * iterations;
-    } else {
-      site.kind = mlir::isa<mlir::memref::CopyOp>(op) ? "copy" : "loops";
-      site.bytes = bytes;
-    }
-    const mlir::Location loc = op->getLoc();
-    b.setInsertionPoint(op);
-    mlir::Value id = mlir::arith::ConstantIntOp::create(b, loc, static_cast<int64_t>(sites.size()), 64);
-    mlir::func::CallOp::create(b, loc, begin, mlir::ValueRange{id});
-    b.setInsertionPointAfter(op);
-    mlir::func::CallOp::create(b, loc, end, mlir::ValueRange{id});
-    sites.push_back(std::move(site));
-  }
-  return sites;
-}
-
-void addProfileSites(mlir::ModuleOp module, const std::string& text) {
-  mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToEnd(module.getBody());
-  auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), static_cast<unsigned>(text.size()));
-  mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, mlir::LLVM::Linkage::External,
-                               kProfileSitesSymbol, b.getStringAttr(text));
-  mlir::LLVM::GlobalOp::create(b, module.getLoc(), b.getI64Type(), /*isConstant=*/true, mlir::LLVM::Linkage::External,
-                               kProfileSitesSizeSymbol, b.getI64IntegerAttr(static_cast<int64_t>(text.size())));
 }
 
 bool profileOn(const CompileOptions& options) { return options.profile ? *options.profile : profileEnvOn(); }
