@@ -1,0 +1,45 @@
+#pragma once
+// Fused-decode contractions over quantized weights (no MLIR). Compiled code calls
+// radix_kernel_qcontract for C += A · dequant(W)ᵀ; each ISA file implements runQuant*.
+#include <cstdint>
+
+#include "compiler/kernels/kernels.h"
+#include "radix/quant.h"
+
+namespace radix::kernels {
+
+/// C[i][j] += sum_k A[i][k] * W[j][k], W[j] = dequantize(row j of the packed weight).
+/// A is f32 with unit stride along k; C is f32.
+struct QProblem {
+  const float* a = nullptr;
+  const uint8_t* w = nullptr;        // packed rows, `wRowBytes` apart
+  const void* scales = nullptr;      // i8_channel / i4_group only
+  const void* zeros = nullptr;       // i4_group only (may be null)
+  Elem scaleType = Elem::f32;
+  float* c = nullptr;
+  QuantType type = QuantType::none;
+  int64_t m = 1, n = 1, k = 1, group = 0;
+  int64_t sam = 0, wRowBytes = 0, scm = 0, scn = 1;
+};
+
+/// The code paths a quantized call can take (tests prove which one ran).
+enum class QPath : int32_t { scalar = 0, gemvF32 = 1, gemvInt8 = 2, gemmDecoded = 3, gemmAmxInt8 = 4 };
+constexpr int kQPathCount = 5;
+/// Calls that took `path` since the process started.
+uint64_t qcallCount(QPath path);
+
+/// Per ISA (one TU each): rows [n0, n1) of `p` on the calling thread; returns the path taken.
+QPath runQuantX86_64(const QProblem& p, int64_t n0, int64_t n1);
+QPath runQuantAvx2(const QProblem& p, int64_t n0, int64_t n1, bool vnni);
+QPath runQuantAvx512(const QProblem& p, int64_t n0, int64_t n1, bool vnni);
+
+}  // namespace radix::kernels
+
+extern "C" {
+/// The symbol compiled code calls (pointers as base + byte/element offset, as radix_kernel_contract).
+/// types: QuantType | (scale Elem << 8). isa: the compile target's Isa, lowered to what the CPU runs.
+void radix_kernel_qcontract(int64_t aBase, int64_t aOffset, int64_t wBase, int64_t wOffset, int64_t sBase,
+                            int64_t sOffset, int64_t zBase, int64_t zOffset, int64_t cBase, int64_t cOffset,
+                            int64_t types, int64_t m, int64_t n, int64_t k, int64_t group, int64_t sam,
+                            int64_t wRowBytes, int64_t scm, int64_t scn, int64_t threads, int64_t isa);
+}
