@@ -1,9 +1,11 @@
 // Platform and the CPU executable: argument checks, result allocation, donation, the call.
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <mutex>
 
 #include "compiler/compiler.h"
+#include "compiler/kernels/packed.h"
 #include "radix/detail/visit.h"
 #include "runtime/profiler.h"
 #include "runtime/runtime.h"
@@ -53,6 +55,32 @@ void checkCallStructure(const Signature& signature, const std::type_info& argTyp
 }
 
 namespace {
+
+// Pins the storages of the arguments that a call does not donate for the packed-weight cache
+// (compiler/kernels/packed.h), and unpins them when the call returns or throws.
+class PinnedArguments {
+ public:
+  PinnedArguments(const std::vector<DeviceBuffer*>& args, const std::vector<int32_t>& donations) {
+    std::vector<bool> donated(args.size(), false);
+    for (int32_t a : donations)
+      if (a >= 0) donated[static_cast<size_t>(a)] = true;
+    for (size_t a = 0; a < args.size(); ++a) {
+      Storage* s = args[a] ? args[a]->storage.get() : nullptr;
+      if (donated[a] || !s || !s->data || std::find(pinned_.begin(), pinned_.end(), s) != pinned_.end()) continue;
+      s->pinned.store(true);
+      kernels::pinBuffer(s->data, s->bytes, s->generation.load());
+      pinned_.push_back(s);
+    }
+  }
+  ~PinnedArguments() {
+    for (Storage* s : pinned_) kernels::unpinBuffer(s->data);
+  }
+  PinnedArguments(const PinnedArguments&) = delete;
+  PinnedArguments& operator=(const PinnedArguments&) = delete;
+
+ private:
+  std::vector<Storage*> pinned_;
+};
 
 class CpuExecutable final : public Executable {
  public:
@@ -116,6 +144,8 @@ class CpuExecutable final : public Executable {
     for (size_t i = 0; i < pointers.size(); ++i) packed[i] = &pointers[i];
     event.arg("argument_bytes", argBytes);
     {
+      // Arguments the call only reads are pinned: the GEMMs may reuse B packed by earlier calls.
+      PinnedArguments pins(args, sig.donations);
       ProfileScope profile(code_.profile.get());
       code_.entry(packed.data());
     }
@@ -130,6 +160,7 @@ class CpuExecutable final : public Executable {
     }
     for (int32_t a : sig.donations)
       if (a >= 0) {
+        args[a]->storage->renewGeneration();  // written in place: earlier packed copies are stale
         args[a]->storage.reset();
         args[a]->donated = true;
       }

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <utility>
 
+#include "compiler/kernels/packed.h"
 #include "radix/detail/trace.h"
 #include "radix/detail/visit.h"
 #include "radix/tensor.h"
@@ -82,15 +83,26 @@ size_t allocatedBytes(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64
 
 }  // namespace
 
-Storage::Storage(size_t n) : bytes(n) {
+std::atomic<uint64_t> storageGenerations{0};
+
+Storage::Storage(size_t n) : bytes(n), generation(storageGenerations.fetch_add(1) + 1) {
   const size_t rounded = allocatedBytes(n);
   data = bufferPool().take(rounded);
   if (!data) data = std::aligned_alloc(64, rounded);
   if (!data) throw Error("[buffer] out of memory allocating " + std::to_string(n) + " bytes");
 }
 Storage::Storage(const void* external, size_t n, std::shared_ptr<const void> owner)
-    : data(const_cast<void*>(external)), bytes(n), owner_(std::move(owner)), external_(true) {}
+    : data(const_cast<void*>(external)),
+      bytes(n),
+      generation(storageGenerations.fetch_add(1) + 1),
+      owner_(std::move(owner)),
+      external_(true) {}
+void Storage::renewGeneration() {
+  const uint64_t old = generation.exchange(storageGenerations.fetch_add(1) + 1);
+  if (pinned.load()) kernels::forgetGeneration(old);
+}
 Storage::~Storage() {
+  if (pinned.load()) kernels::forgetGeneration(generation.load());
   if (external_ || !data) return;
   if (!bufferPool().give(data, allocatedBytes(bytes))) std::free(data);
 }

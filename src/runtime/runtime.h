@@ -1,5 +1,6 @@
 #pragma once
 // Private runtime types: platform state, device buffers, host conversions.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,13 @@ struct Storage {
   bool isExternal() const { return external_; }
   void* data = nullptr;
   size_t bytes = 0;
+  /// Unique to this buffer and its contents: a new one for every Storage and after every write
+  /// (donation); the packed-weight cache keys on it (compiler/kernels/packed.h).
+  std::atomic<uint64_t> generation;
+  /// Set once a call pinned it for the packed-weight cache: its destructor drops the packed copies.
+  std::atomic<bool> pinned{false};
+  /// A fresh generation for rewritten contents; drops the packed copies of the old one.
+  void renewGeneration();
 
  private:
   std::shared_ptr<const void> owner_;

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 
+#include "compiler/kernels/amx.h"
 #include "compiler/kernels/kernels.h"
 
 namespace radix::kernels {
 
 namespace {
 std::atomic<uint64_t> counters[kPathCount][kIsaCount];
+std::atomic<uint64_t> requests[kIsaCount];
 }
 
 Isa hostIsa() {
@@ -18,7 +20,11 @@ Isa hostIsa() {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-      return __builtin_cpu_supports("avx512bf16") ? Isa::avx512bf16 : Isa::avx512;
+    {
+      if (!__builtin_cpu_supports("avx512bf16")) return Isa::avx512;
+      // The tiles need the OS's permission too; refused (old kernel, small sigaltstack): no AMX.
+      return amxBf16Available() ? Isa::amx : Isa::avx512bf16;
+    }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
       return Isa::avx2;
     return Isa::x86_64;
@@ -32,9 +38,12 @@ const char* isaName(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
     case Isa::avx512bf16: return "avx512bf16";
+    case Isa::amx: return "amx";
   }
   return "?";
 }
+
+uint64_t requestCount(Isa isa) { return requests[static_cast<int>(isa)].load(std::memory_order_relaxed); }
 
 uint64_t callCount(Path path, Isa isa) {
   return counters[static_cast<int>(path)][static_cast<int>(isa)].load(std::memory_order_relaxed);
@@ -55,11 +64,14 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
   const auto bytes = [](Elem e) { return e == Elem::f32 ? 4 : 2; };
   p.a = reinterpret_cast<const char*>(aBase) + aOffset * bytes(p.aType);
   p.b = reinterpret_cast<const char*>(bBase) + bOffset * bytes(p.bType);
+  p.bBase = reinterpret_cast<const void*>(bBase);
   p.c = reinterpret_cast<float*>(cBase) + cOffset;
   p.batch = batch, p.m = m, p.n = n, p.k = k;
   p.sab = sab, p.sam = sam, p.sak = sak, p.sbb = sbb, p.sbk = sbk, p.sbn = sbn, p.scb = scb, p.scm = scm, p.scn = scn;
   // A cached object may ask for more than this CPU has: run the best it has.
-  const Isa run = static_cast<Isa>(std::min<int64_t>(isa, static_cast<int64_t>(hostIsa())));
+  const int64_t asked = std::clamp<int64_t>(isa, 0, kIsaCount - 1);
+  requests[asked].fetch_add(1, std::memory_order_relaxed);
+  const Isa run = static_cast<Isa>(std::min<int64_t>(asked, static_cast<int64_t>(hostIsa())));
   int t = threads > 0 ? static_cast<int>(threads) : omp_get_max_threads();
   // Never nest inside a parallel region; small problems are not worth a fork-join.
   const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
@@ -68,6 +80,7 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
   t = std::max(t, 1);
   Path path;
   switch (run) {
+    case Isa::amx: path = runAmx(p, t); break;
     case Isa::avx512bf16: path = runAvx512(p, t, true); break;
     case Isa::avx512: path = runAvx512(p, t, false); break;
     case Isa::avx2: path = runAvx2(p, t); break;

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "compiler/kernels/kernels.h"
+#include "compiler/kernels/packed.h"
 
 namespace {
 
@@ -284,19 +286,28 @@ struct GemmScratch {
   Scratch a, b;
 };
 
+// Packed B for a whole operand: the panels of packB over all of K and N, panel q at q * kp * NR
+// (kp = K rounded up to kPair); a KC block starting at pc sits pc * NR elements into each panel.
+template <class Cfg>
+constexpr int32_t packedLayout() {
+  return (Cfg::NR << 8) | (Cfg::kPair << 4) | static_cast<int32_t>(sizeof(typename Cfg::PackT));
+}
+
 template <class Cfg, Elem EA, Elem EB>
-void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+               const typename Cfg::PackT* pre) {
   using PackT = typename Cfg::PackT;
   constexpr int MR = Cfg::MR, NR = Cfg::NR, P = Cfg::kPair;
   static thread_local GemmScratch<Cfg> scratch;
   const void* a = offsetPtr(p.a, p.aType, bi * p.sab);
   const void* b = offsetPtr(p.b, p.bType, bi * p.sbb);
   float* c = p.c + bi * p.scb;
-  const int64_t kcMax = std::min<int64_t>(Cfg::KC, (p.k + P - 1) / P * P);
+  const int64_t kpAll = (p.k + P - 1) / P * P;
+  const int64_t kcMax = std::min<int64_t>(Cfg::KC, kpAll);
   const int64_t mcMax = std::min<int64_t>(Cfg::MC, (i1 - i0 + MR - 1) / MR * MR);
   const int64_t ncMax = std::min<int64_t>(Cfg::NC, (j1 - j0 + NR - 1) / NR * NR);
   PackT* ap = static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
-  PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncMax * kcMax));
+  PackT* bp = pre ? nullptr : static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncMax * kcMax));
   // B is packed row by row across whole KC x NC blocks: reading B along long runs of its rows
   // (16 KB for f32) is what keeps small-M products (few tiles per B element) near peak.
   const int64_t ncBlock = Cfg::NC;
@@ -305,7 +316,14 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
     for (int64_t pc = 0; pc < p.k; pc += Cfg::KC) {
       const int64_t kc = std::min<int64_t>(Cfg::KC, p.k - pc);
       const int64_t kcp = (kc + P - 1) / P * P;
-      packB<Cfg, EB>(b, p.sbk, p.sbn, pc, kc, jc, nc, bp);
+      const PackT* bk = bp;
+      int64_t panel = kcp * NR;
+      if (pre) {
+        bk = pre + (jc / NR) * kpAll * NR + pc * NR;
+        panel = kpAll * NR;
+      } else {
+        packB<Cfg, EB>(b, p.sbk, p.sbn, pc, kc, jc, nc, bp);
+      }
       for (int64_t ic = i0; ic < i1; ic += Cfg::MC) {
         const int64_t mc = std::min<int64_t>(Cfg::MC, i1 - ic);
         packA<Cfg, EA>(a, p.sam, p.sak, ic, mc, pc, kc, ap);
@@ -313,13 +331,44 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
-            Cfg::micro(kcp / P, ap + ir * kcp, bp + jr * kcp, c + (ic + ir) * p.scm + (jc + jr) * p.scn, p.scm,
-                       p.scn, mr, nr);
+            Cfg::micro(kcp / P, ap + ir * kcp, bk + (jr / NR) * panel, c + (ic + ir) * p.scm + (jc + jr) * p.scn,
+                       p.scm, p.scn, mr, nr);
           }
         }
       }
     }
   }
+}
+
+// Runs pack(j0, nc, dst) over the panels of an n-column operand, split among threads.
+template <class Pack>
+void packPanelsParallel(int64_t n, int64_t nr, int threads, Pack&& pack) {
+  const int64_t panels = (n + nr - 1) / nr;
+  const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, panels)));
+  if (nt <= 1 || omp_in_parallel()) {
+    pack(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int64_t t = omp_get_thread_num(), tn = omp_get_num_threads();
+    const int64_t lo = std::min(n, panels * t / tn * nr), hi = std::min(n, panels * (t + 1) / tn * nr);
+    if (lo < hi) pack(lo, hi - lo);
+  }
+}
+
+// B packed whole for Cfg, from the packed-weight cache (packed.h); null when B is not cacheable.
+template <class Cfg, Elem EB>
+std::shared_ptr<const void> prepackedB(const Problem& p, int threads) {
+  using PackT = typename Cfg::PackT;
+  constexpr int NR = Cfg::NR, P = Cfg::kPair;
+  const int64_t kp = (p.k + P - 1) / P * P, panels = (p.n + NR - 1) / NR;
+  const size_t bytes = sizeof(PackT) * static_cast<size_t>(panels * kp * NR);
+  return radix::kernels::packedB(p, packedLayout<Cfg>(), bytes, [&](void* dst) {
+    packPanelsParallel(p.n, NR, threads, [&](int64_t j0, int64_t nc) {
+      packB<Cfg, EB>(p.b, p.sbk, p.sbn, 0, p.k, j0, nc, static_cast<PackT*>(dst) + (j0 / NR) * kp * NR);
+    });
+  });
 }
 
 // Splits the work of `p` over `threads` threads: batches when there are enough, else the
@@ -350,8 +399,10 @@ void splitWork(const Problem& p, int threads, int64_t mUnit, int64_t nUnit, Body
 
 template <class Cfg, Elem EA, Elem EB>
 void gemmTyped(const Problem& p, int threads) {
+  const std::shared_ptr<const void> pre = prepackedB<Cfg, EB>(p, threads);
+  const auto* packed = static_cast<const typename Cfg::PackT*>(pre.get());
   splitWork(p, threads, Cfg::MR, Cfg::NR, [&](int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    gemmBlock<Cfg, EA, EB>(p, bi, i0, i1, j0, j1);
+    gemmBlock<Cfg, EA, EB>(p, bi, i0, i1, j0, j1, packed);
   });
 }
 

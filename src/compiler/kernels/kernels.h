@@ -6,8 +6,9 @@
 namespace radix::kernels {
 
 /// Instruction sets, in increasing order; compiled code passes the one its target allows.
-enum class Isa : int32_t { x86_64 = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3 };
-constexpr int kIsaCount = 4;
+/// amx: avx512bf16 plus AMX-TILE/AMX-BF16 tiles (and the OS's tile permission, see hostIsa).
+enum class Isa : int32_t { x86_64 = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3, amx = 4 };
+constexpr int kIsaCount = 5;
 /// Element types of the operands (C is always f32).
 enum class Elem : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
 /// The code path a call took.
@@ -18,6 +19,7 @@ constexpr int kPathCount = 2;
 struct Problem {
   const void* a = nullptr;
   const void* b = nullptr;
+  const void* bBase = nullptr;  // B's buffer (b is bBase plus an offset): the packed-weight cache's key
   float* c = nullptr;
   Elem aType = Elem::f32, bType = Elem::f32;
   int64_t batch = 1, m = 1, n = 1, k = 1;
@@ -26,8 +28,11 @@ struct Problem {
   int64_t scb = 0, scm = 0, scn = 0;
 };
 
-/// The best ISA this process's CPU runs.
+/// The best ISA this process's CPU runs. amx only when the CPU has AMX-TILE and AMX-BF16 and
+/// Linux granted the tile state (arch_prctl(ARCH_REQ_XCOMP_PERM), asked once per process here).
 Isa hostIsa();
+/// Calls that compiled code made asking for `isa` (before it is lowered to what the CPU runs).
+uint64_t requestCount(Isa isa);
 /// "avx512bf16"
 const char* isaName(Isa isa);
 /// Calls that took `path` on `isa` since the process started (tests prove the fast path ran).
@@ -37,6 +42,7 @@ uint64_t callCount(Path path, Isa isa);
 Path runX86_64(const Problem& p, int threads);
 Path runAvx2(const Problem& p, int threads);
 Path runAvx512(const Problem& p, int threads, bool bf16);
+Path runAmx(const Problem& p, int threads);
 
 }  // namespace radix::kernels
 

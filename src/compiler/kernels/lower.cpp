@@ -25,6 +25,8 @@ namespace {
 
 constexpr const char* kKernelSymbol = "radix_kernel_contract";
 
+}  // namespace
+
 Isa isaOf(const KernelTarget& t) {
   std::string error;
   const llvm::Triple triple(t.triple);
@@ -32,11 +34,15 @@ Isa isaOf(const KernelTarget& t) {
   if (!target || triple.getArch() != llvm::Triple::x86_64) return Isa::x86_64;
   std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, t.cpu, t.features));
   if (!info) return Isa::x86_64;
-  if (info->checkFeatures("+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c"))
-    return info->checkFeatures("+avx512bf16") ? Isa::avx512bf16 : Isa::avx512;
+  if (info->checkFeatures("+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c")) {
+    if (!info->checkFeatures("+avx512bf16")) return Isa::avx512;
+    return info->checkFeatures("+amx-tile,+amx-bf16") ? Isa::amx : Isa::avx512bf16;
+  }
   if (info->checkFeatures("+avx2,+fma,+f16c")) return Isa::avx2;
   return Isa::x86_64;
 }
+
+namespace {
 
 std::optional<Elem> elemOf(mlir::Type t) {
   if (t.isF32()) return Elem::f32;

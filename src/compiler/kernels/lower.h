@@ -2,6 +2,8 @@
 // After bufferization: linalg contractions -> calls into the kernel library (kernels.h).
 #include <string>
 
+#include "compiler/kernels/kernels.h"
+
 namespace mlir {
 class ModuleOp;
 class Operation;
@@ -19,6 +21,10 @@ struct KernelTarget {
 /// operands, each maybe widened by arith.extf in the body) with a call to
 /// radix_kernel_contract for the target's ISA. Returns how many were replaced.
 int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target);
+
+/// The kernel ISA that code compiled for `target` asks for (the dispatch lowers it to what the
+/// running CPU has): amx needs avx512bf16's features plus amx-tile and amx-bf16.
+Isa isaOf(const KernelTarget& target);
 
 /// True when lowerContractionsToKernels would replace `op` with a kernel call.
 bool isKernelContraction(mlir::Operation* op);
