@@ -5,15 +5,15 @@
     /usr/bin/python3 bench/llm_bench.py                          # no folders: PyTorch and the roof only
     /usr/bin/python3 bench/llm_bench.py --quick --threads 1 --models DIR
 
-For every model folder (or, without --models, GPT-2 small and Llama-110M at f32 and bf16) and
+For every model folder (or, without --models, GPT-2 small and Llama-110M at f32, bf16 and f16) and
 every thread count, in one run:
 - a STREAM triad (radix-bench-cpu's triad worker, 16M floats, 12 B/elem), measured at the start and
   at the end of the run (the roof uses the start's; the end shows the drift);
 - the decode roof: triad bandwidth / weight bytes one decode step reads (every layer, the lm head;
   one row of each embedding table), from the model's config.json and dtype;
 - PyTorch (bench/torch_llm_peer.py: same shapes, random weights, KV cache);
-- Radix: `build/bin/radix bench --model DIR -p P -n N -t T` (plus `--dtype D` for a --dtypes entry
-  that differs from the folder's own dtype), whose llama-bench style rows
+- Radix: `build/bin/radix bench --model DIR -p P -n N -t T --dtype D` (f16: f16 weights with
+  `--compute f32`, as llama.cpp's F16 runs), whose llama-bench style rows
   `| model | size | params | dtype | threads | test | t/s |` are parsed; "n/a" when it fails.
 Each child runs with OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS = T set before it
 starts (libgomp reads it at load time). Radix and PyTorch alternate per model and thread count.
@@ -158,7 +158,7 @@ def main():
             models.append((os.path.basename(os.path.normpath(folder)), cfg, dtype, folder, own))
     if not a.models:
         for arch in ("gpt2", "llama"):
-            for dtype in ("f32", "bf16"):
+            for dtype in ("f32", "bf16", "f16"):
                 models.append((arch + " (built-in shape)", torch_llm_peer.config_of(arch), dtype, None, None))
 
     triad = Triad(a.bench_cpu)
@@ -178,7 +178,9 @@ def main():
             radix_rows, radix_err = {}, "no model folder (make one with the models engineer's tools/ script)"
             if folder:
                 cmd = [a.radix, "bench", "--model", folder, "-p", str(a.p), "-n", str(a.n), "-t", str(t)]
-                cmd += [] if dtype == own else ["--dtype", dtype]
+                # Always explicit (radix bench defaults to the file's dtype with f32 activations);
+                # f16 runs as llama.cpp's F16 does: f16 weights, f32 activations.
+                cmd += ["--dtype", dtype] + (["--compute", "f32"] if dtype == "f16" else [])
                 cmd += shlex.split(a.radix_args)
                 out, radix_err = run(cmd, t, a.timeout)
                 radix_rows = parse_rows(out)

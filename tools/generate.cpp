@@ -171,6 +171,7 @@ int benchImpl(Args& args) {
   int64_t prompt = 512, gen = 128, reps = 3;
   std::vector<int> threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::vector<DType> dtypes = {DType::f32};
+  bool dtypeGiven = false;
   std::optional<DType> compute;
   while (!args.done()) {
     const std::string_view flag = args.flag();
@@ -187,6 +188,7 @@ int benchImpl(Args& args) {
       for (std::string_view t : splitList(args.value(flag))) threads.push_back(listNumber(flag, t));
     } else if (flag == "--dtype") {
       dtypes.clear();
+      dtypeGiven = true;
       for (std::string_view d : splitList(args.value(flag))) dtypes.push_back(cli::parseDtype("bench", flag, d));
     } else if (flag == "--compute") {
       compute = cli::parseDtype("bench", flag, args.value(flag));
@@ -195,6 +197,13 @@ int benchImpl(Args& args) {
     }
   }
   if (!model) throw UsageError{"[bench] --model PATH is required"};
+  if (!dtypeGiven) {  // as generate: the file's own float type (an F16 GGUF runs f16 weights, f32 compute)
+    cli::RunOptions o;
+    o.model = *model;
+    const models::LoadOptions load = cli::chooseDtypes(o);
+    dtypes = {load.dtype};
+    if (!compute) compute = load.compute;
+  }
   if (prompt < 0 || gen < 0 || (prompt == 0 && gen == 0)) throw UsageError{"[bench] -p and -n must be >= 0, one > 0"};
   if (reps < 1) throw UsageError{"[bench] -r must be >= 1"};
   for (int t : threads)

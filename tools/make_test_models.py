@@ -3,7 +3,7 @@
 layouts real checkpoints use.
 
   tools/make_test_models.py OUT [--size tiny|bench] [--only gpt2,llama,llama-gguf,gpt2-gguf,...]
-                                [--tokenizer auto|bytes|PATH] [--seed 0]
+                                [--tokenizer auto|bytes|PATH] [--seed 0] [--gguf-type F32|F16|BF16]
 
 Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
   gpt2-<size>/         HF GPT-2 folder: config.json, model.safetensors (HF names with the
@@ -319,6 +319,11 @@ def permute_rows(w, heads):
     return w.reshape(heads, 2, out // heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
 
 
+# --gguf-type: the type of the GGUF files' matrices (2-D and up); vectors (norms, biases) stay F32,
+# as llama.cpp's converter writes an F16 or BF16 file.
+GGUF_MATRIX_TYPE = "F32"
+
+
 def write_gguf(path, meta, tensors):
     """meta: key -> value (ints as UINT32 as llama.cpp writes counts, floats as FLOAT32, lists of
     ints as INT32 arrays); tensors: (name, numpy f32 array) in row-major dims."""
@@ -334,7 +339,7 @@ def write_gguf(path, meta, tensors):
         else:
             w.add(key, value)
     for name, array in tensors:
-        w.add_tensor(name, array.astype(np.float32), "F32")
+        w.add_tensor(name, array.astype(np.float32), GGUF_MATRIX_TYPE if array.ndim >= 2 else "F32")
     w.write(path)
 
 
@@ -628,7 +633,11 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gpt2-tokenizer", default="vocab-merges", choices=["vocab-merges", "json"],
                     help="the GPT-2 folder's tokenizer files: vocab.json + merges.txt, or tokenizer.json")
+    ap.add_argument("--gguf-type", default="F32", choices=["F32", "F16", "BF16"],
+                    help="type of the .gguf files' matrices (vectors stay F32)")
     args = ap.parse_args()
+    global GGUF_MATRIX_TYPE
+    GGUF_MATRIX_TYPE = args.gguf_type
     families = ("gpt2", "llama", "qwen2", "qwen3", "mistral")  # the index is the seed's offset
     sizes = SIZES[args.size]
     if args.only is None:

@@ -148,8 +148,9 @@ const Command kCommands[] = {
      "  -p N                  prompt tokens (0: skip; default 512)\n"
      "  -n N                  generated tokens (0: skip; default 128)\n"
      "  -t, --threads N,..    thread counts to run (default: all cores)\n"
-     "  --dtype D,..          the weights' dtypes to run (default f32)\n"
-     "  --compute D           the activations' dtype (default: the weights')\n"
+     "  --dtype D,..          the weights' dtypes to run (default: the stored one for f16/bf16\n"
+     "                        files, with f32 activations; else f32)\n"
+     "  --compute D           the activations' dtype (default: the weights' when --dtype is given)\n"
      "  -r N                  repetitions per row (default 3)\n",
      radix::cli::benchCommand},
     {"cache", "radix cache ls|clear [DIR]",
