@@ -33,8 +33,12 @@ const std::string& f16Model() {
   return path;
 }
 
+// Every test here feeds 8 prompt tokens into a 16-token context: one prompt bucket and one decode
+// executable per weight dtype, compiled once per process (testPlatform's disk cache).
+const std::vector<int32_t> kPrompt = {5, 17, 3, 42, 9, 11, 2, 30};
+
 std::vector<float> firstLogits(LanguageModel& lm, const std::vector<int32_t>& prompt) {
-  lm.reset(static_cast<int64_t>(prompt.size()) + 1);
+  lm.reset(16);
   return lm.feed(prompt).toVector<float>();
 }
 
@@ -47,25 +51,27 @@ uint64_t kernelCalls() {
 
 TEST(ModelsF16Weights, F16GgufGeneratesAsItsF32Load) {
   const radix::Platform cpu = radix::models::testing::testPlatform(1);
-  const std::vector<int32_t> prompt = {5, 17, 3, 42, 9, 11, 2};
+  const std::vector<int32_t>& prompt = kPrompt;
   LanguageModel f16 = LanguageModel::open(cpu, f16Model(), {.dtype = DType::f16, .compute = DType::f32});
   LanguageModel widened = LanguageModel::open(cpu, f16Model(), {.dtype = DType::f32});
   EXPECT_EQ(f16.dtype(), DType::f16);
   EXPECT_EQ(f16.weightBytes() * 2, widened.weightBytes() + 0) << "f16 weights should take half the bytes";
   const uint64_t before = kernelCalls();
-  const auto ids16 = f16.generate(prompt, 12, {});
+  const auto ids16 = f16.generate(prompt, 8, {});
   EXPECT_GT(kernelCalls(), before) << "the contractions did not reach the kernels";
-  const auto ids32 = widened.generate(prompt, 12, {});
+  const auto ids32 = widened.generate(prompt, 8, {});
   EXPECT_EQ(ids16, ids32);
-  // Same weight values, f32 accumulation both ways: the logits agree to f32 rounding.
+  // Same weight values, f32 accumulation both ways; the f16 model keeps its KV cache in f16.
   const auto l16 = firstLogits(f16, prompt), l32 = firstLogits(widened, prompt);
   ASSERT_EQ(l16.size(), l32.size());
-  for (size_t i = 0; i < l16.size(); ++i) ASSERT_NEAR(l16[i], l32[i], 1e-3) << "logit " << i;
+  float scale = 0;
+  for (float x : l32) scale = std::max(scale, std::fabs(x));
+  for (size_t i = 0; i < l16.size(); ++i) ASSERT_NEAR(l16[i], l32[i], 5e-3 * scale) << "logit " << i;
 }
 
 TEST(ModelsF16Weights, F16GgufMatchesTheF32FileWithinRounding) {
   const radix::Platform cpu = radix::models::testing::testPlatform(1);
-  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const std::vector<int32_t>& prompt = kPrompt;
   LanguageModel f16 = LanguageModel::open(cpu, f16Model(), {.dtype = DType::f16, .compute = DType::f32});
   LanguageModel f32 = LanguageModel::open(cpu, radix::models::testing::testModels() + "/llama-tiny.gguf", {});
   const auto a = firstLogits(f16, prompt), b = firstLogits(f32, prompt);
@@ -75,13 +81,9 @@ TEST(ModelsF16Weights, F16GgufMatchesTheF32FileWithinRounding) {
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2e-2 * scale + 1e-3) << "logit " << i;
 }
 
-// The CLI picks f16 weights for an F16 file by default (generate and bench).
-TEST(ModelsF16Weights, CliRunsF16WeightsByDefault) {
+// `radix bench` (as `radix generate` did already) picks f16 weights for an F16 file by default.
+TEST(ModelsF16Weights, CliBenchRunsF16WeightsByDefault) {
   const std::string cli = "RADIX_CACHE_DIR=" + radix::models::testing::testModels() + "/cache " + RADIX_CLI_PATH;
-  const auto gen =
-      radix::models::testing::runCommand(cli + " generate -m " + f16Model() + " --ids --prompt abc -n 2 2>&1");
-  EXPECT_EQ(gen.status, 0) << gen.out;
-  EXPECT_NE(gen.out.find("f16 weights"), std::string::npos) << gen.out;
   const auto bench = radix::models::testing::runCommand(cli + " bench -m " + f16Model() + " -p 8 -n 2 -r 1 -t 1 2>&1");
   EXPECT_EQ(bench.status, 0) << bench.out;
   EXPECT_NE(bench.out.find("| f16 |"), std::string::npos) << bench.out;

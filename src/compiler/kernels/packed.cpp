@@ -6,6 +6,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 namespace radix::kernels {
@@ -40,6 +41,9 @@ struct Cache {
   std::map<const void*, Pin> pins;
   std::list<Entry> lru;  // most recent first
   std::map<Key, std::list<Entry>::iterator> index;
+  // Keys seen once: a B is packed whole on its second use, so a B used once (or a first call)
+  // pays nothing over per-block packing (a whole-B pack into fresh pages costs more).
+  std::set<Key> seen;
   size_t bytes = 0, limit = defaultLimit();
   PackedCacheStats stats;
 
@@ -84,6 +88,7 @@ void unpinBuffer(const void* data) {
 void forgetGeneration(uint64_t generation) {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
+  for (auto it = c.seen.begin(); it != c.seen.end();) it = std::get<1>(*it) == generation ? c.seen.erase(it) : std::next(it);
   for (auto it = c.lru.begin(); it != c.lru.end();) {
     auto next = std::next(it);
     if (std::get<1>(it->key) == generation) c.erase(it);
@@ -134,6 +139,11 @@ std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t byt
       c.lru.splice(c.lru.begin(), c.lru, hit->second);
       ++c.stats.hits;
       return hit->second->data;
+    }
+    if (c.seen.erase(key) == 0) {
+      if (c.seen.size() >= 4096) c.seen.clear();
+      c.seen.insert(key);
+      return nullptr;
     }
   }
   // Packed outside the lock (other GEMMs go on); two threads missing at once both pack.

@@ -15,7 +15,8 @@ namespace radix::kernels {
 
 /// B of `p` packed by `pack` into `bytes` (layout: the kernel's packing id), from the cache or
 /// packed now and cached; null when B is not cacheable (not in a pinned buffer, batched B, cache
-/// off or `bytes` over its limit): the caller packs per call as before. Thread-safe.
+/// off or `bytes` over its limit) or seen for the first time (packed on its second use): the
+/// caller packs per call as before. Thread-safe.
 std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t bytes,
                                     const std::function<void(void* dst)>& pack);
 
