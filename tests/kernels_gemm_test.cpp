@@ -193,6 +193,7 @@ struct Target {
 std::vector<Target> targets() {
   const kernels::Isa host = kernels::hostIsa();
   std::vector<Target> out = {{"", host}};
+  if (host >= kernels::Isa::amx) out.push_back({"cooperlake", kernels::Isa::avx512bf16});
   if (host >= kernels::Isa::avx512bf16) out.push_back({"skylake-avx512", kernels::Isa::avx512});
   if (host >= kernels::Isa::avx2) out.push_back({"x86-64-v3", kernels::Isa::avx2});
   if (host > kernels::Isa::x86_64) out.push_back({"x86-64", kernels::Isa::x86_64});

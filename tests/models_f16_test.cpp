@@ -24,9 +24,9 @@ namespace kernels = radix::kernels;
 const std::string& f16Model() {
   static const std::string path = [] {
     const std::string dir = radix::models::testing::testModels() + "/f16";
-    const auto r = radix::models::testing::runCommand(radix::models::testing::kPython + " " + radix::models::testing::kSource +
-                                              "/tools/make_test_models.py " + dir +
-                                              " --size tiny --only llama-gguf --gguf-type F16 2>&1");
+    namespace t = radix::models::testing;
+    const auto r = t::runCommand(t::kPython + " " + t::kSource + "/tools/make_test_models.py " + dir +
+                                 " --size tiny --only llama-gguf --gguf-type F16 2>&1");
     if (r.status != 0) ADD_FAILURE() << "make_test_models.py --gguf-type F16 failed:\n" << r.out;
     return dir + "/llama-tiny.gguf";
   }();

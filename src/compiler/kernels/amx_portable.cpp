@@ -29,11 +29,13 @@ struct EmulatedTiles {
   static void release() { cfg = TileConfig(); }
   template <int t>
   static void load(const void* p, int64_t stride) {
-    for (int r = 0; r < cfg.rows[t]; ++r) std::memcpy(tiles[t].bytes[r], static_cast<const char*>(p) + r * stride, cfg.colsb[t]);
+    for (int r = 0; r < cfg.rows[t]; ++r)
+      std::memcpy(tiles[t].bytes[r], static_cast<const char*>(p) + r * stride, cfg.colsb[t]);
   }
   template <int t>
   static void store(void* p, int64_t stride) {
-    for (int r = 0; r < cfg.rows[t]; ++r) std::memcpy(static_cast<char*>(p) + r * stride, tiles[t].bytes[r], cfg.colsb[t]);
+    for (int r = 0; r < cfg.rows[t]; ++r)
+      std::memcpy(static_cast<char*>(p) + r * stride, tiles[t].bytes[r], cfg.colsb[t]);
   }
   template <bool Int8, int c, int a, int b>
   static void dot() {

@@ -88,7 +88,8 @@ void unpinBuffer(const void* data) {
 void forgetGeneration(uint64_t generation) {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
-  for (auto it = c.seen.begin(); it != c.seen.end();) it = std::get<1>(*it) == generation ? c.seen.erase(it) : std::next(it);
+  for (auto it = c.seen.begin(); it != c.seen.end();)
+    it = std::get<1>(*it) == generation ? c.seen.erase(it) : std::next(it);
   for (auto it = c.lru.begin(); it != c.lru.end();) {
     auto next = std::next(it);
     if (std::get<1>(it->key) == generation) c.erase(it);
