@@ -197,6 +197,10 @@ int benchImpl(Args& args) {
     }
   }
   if (!model) throw UsageError{"[bench] --model PATH is required"};
+  if (prompt < 0 || gen < 0 || (prompt == 0 && gen == 0)) throw UsageError{"[bench] -p and -n must be >= 0, one > 0"};
+  if (reps < 1) throw UsageError{"[bench] -r must be >= 1"};
+  for (int t : threads)
+    if (t < 1) throw UsageError{"[bench] -t must be >= 1, got " + std::to_string(t)};
   if (!dtypeGiven) {  // as generate: the file's own float type (an F16 GGUF runs f16 weights, f32 compute)
     cli::RunOptions o;
     o.model = *model;
@@ -204,10 +208,6 @@ int benchImpl(Args& args) {
     dtypes = {load.dtype};
     if (!compute) compute = load.compute;
   }
-  if (prompt < 0 || gen < 0 || (prompt == 0 && gen == 0)) throw UsageError{"[bench] -p and -n must be >= 0, one > 0"};
-  if (reps < 1) throw UsageError{"[bench] -r must be >= 1"};
-  for (int t : threads)
-    if (t < 1) throw UsageError{"[bench] -t must be >= 1, got " + std::to_string(t)};
 
   // The first model loads before the table starts, so that a bad path is a clean error.
   std::optional<models::LanguageModel> first =
