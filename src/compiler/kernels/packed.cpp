@@ -6,7 +6,6 @@
 #include <list>
 #include <map>
 #include <mutex>
-#include <set>
 #include <tuple>
 
 namespace radix::kernels {
@@ -25,6 +24,7 @@ struct Entry {
   Key key;
   std::shared_ptr<void> data;
   size_t bytes = 0;
+  uint64_t lastUse = 0;  // Cache::clock at its last hit
 };
 
 size_t defaultLimit() {
@@ -41,11 +41,26 @@ struct Cache {
   std::map<const void*, Pin> pins;
   std::list<Entry> lru;  // most recent first
   std::map<Key, std::list<Entry>::iterator> index;
-  // Keys seen once: a B is packed whole on its second use, so a B used once (or a first call)
-  // pays nothing over per-block packing (a whole-B pack into fresh pages costs more).
-  std::set<Key> seen;
+  // Keys seen but not cached, with the uses to let pass before packing whole: a B is packed
+  // whole on its second use, so a B used once (or a first call) pays nothing over per-block
+  // packing (a whole-B pack into fresh pages costs more); one that found no room waits 16.
+  std::map<Key, int> seen;
   size_t bytes = 0, limit = defaultLimit();
+  uint64_t clock = 0;  // cacheable lookups so far
   PackedCacheStats stats;
+
+  // Room for `need` more bytes by evicting idle entries only (unused for several rounds of all
+  // entries): weights cycled through a cache too small for them keep the ones cached instead of
+  // evicting each other on every call (packing whole costs more than packing per block).
+  bool makeRoom(size_t need) {
+    while (bytes + need > limit && !lru.empty()) {
+      auto tail = std::prev(lru.end());
+      if (clock - tail->lastUse <= 4 * lru.size() + 64) return false;
+      erase(tail);
+      ++stats.evictions;
+    }
+    return bytes + need <= limit;
+  }
 
   void erase(std::list<Entry>::iterator it) {
     bytes -= it->bytes;
@@ -89,7 +104,7 @@ void forgetGeneration(uint64_t generation) {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
   for (auto it = c.seen.begin(); it != c.seen.end();)
-    it = std::get<1>(*it) == generation ? c.seen.erase(it) : std::next(it);
+    it = std::get<1>(it->first) == generation ? c.seen.erase(it) : std::next(it);
   for (auto it = c.lru.begin(); it != c.lru.end();) {
     auto next = std::next(it);
     if (std::get<1>(it->key) == generation) c.erase(it);
@@ -135,17 +150,22 @@ std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t byt
     const int64_t last = offset + ((p.k - 1) * p.sbk + (p.n - 1) * p.sbn) * eb + eb;
     if (offset < 0 || p.sbk < 0 || p.sbn < 0 || last > static_cast<int64_t>(pin->second.bytes)) return nullptr;
     key = Key{p.bBase, pin->second.generation, offset, p.k, p.n, p.sbk, p.sbn, static_cast<int32_t>(p.bType), layout};
+    ++c.clock;
     auto hit = c.index.find(key);
     if (hit != c.index.end()) {
+      hit->second->lastUse = c.clock;
       c.lru.splice(c.lru.begin(), c.lru, hit->second);
       ++c.stats.hits;
       return hit->second->data;
     }
-    if (c.seen.erase(key) == 0) {
+    auto wait = c.seen.find(key);
+    if (wait == c.seen.end()) {
       if (c.seen.size() >= 4096) c.seen.clear();
-      c.seen.insert(key);
+      c.seen.emplace(key, 1);
       return nullptr;
     }
+    if (wait->second-- > 1) return nullptr;
+    c.seen.erase(wait);
   }
   // Packed outside the lock (other GEMMs go on); two threads missing at once both pack.
   std::shared_ptr<void> data(std::aligned_alloc(64, (bytes + 63) / 64 * 64), std::free);
@@ -158,8 +178,11 @@ std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t byt
   if (pin == c.pins.end() || pin->second.generation != std::get<1>(key)) return data;
   auto hit = c.index.find(key);
   if (hit != c.index.end()) return hit->second->data;
-  c.evictTo(c.limit - bytes);
-  c.lru.push_front(Entry{key, data, bytes});
+  if (!c.makeRoom(bytes)) {
+    c.seen[key] = 16;
+    return data;
+  }
+  c.lru.push_front(Entry{key, data, bytes, c.clock});
   c.index[key] = c.lru.begin();
   c.bytes += bytes;
   return data;
