@@ -60,13 +60,17 @@ namespace {
 // (compiler/kernels/packed.h), and unpins them when the call returns or throws.
 class PinnedArguments {
  public:
+  static constexpr size_t kMinPinnedBytes = 4096;
   PinnedArguments(const std::vector<DeviceBuffer*>& args, const std::vector<int32_t>& donations) {
     std::vector<bool> donated(args.size(), false);
     for (int32_t a : donations)
       if (a >= 0) donated[static_cast<size_t>(a)] = true;
     for (size_t a = 0; a < args.size(); ++a) {
       Storage* s = args[a] ? args[a]->storage.get() : nullptr;
-      if (donated[a] || !s || !s->data || std::find(pinned_.begin(), pinned_.end(), s) != pinned_.end()) continue;
+      // Small buffers (ids, positions, biases) are cheap to pack per call: not worth a pin.
+      if (donated[a] || !s || !s->data || s->bytes < kMinPinnedBytes ||
+          std::find(pinned_.begin(), pinned_.end(), s) != pinned_.end())
+        continue;
       s->pinned.store(true);
       kernels::pinBuffer(s->data, s->bytes, s->generation.load());
       pinned_.push_back(s);
