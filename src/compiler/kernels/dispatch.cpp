@@ -19,8 +19,7 @@ Isa hostIsa() {
   static const Isa isa = [] {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    {
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
       if (!__builtin_cpu_supports("avx512bf16")) return Isa::avx512;
       // The tiles need the OS's permission too; refused (old kernel, small sigaltstack): no AMX.
       return amxBf16Available() ? Isa::amx : Isa::avx512bf16;
