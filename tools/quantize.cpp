@@ -216,7 +216,7 @@ void writeTokenizer(io::GgufWriter& w, const std::string& folder, const io::Chec
   w.setString("tokenizer.ggml.model", "gpt2");
   w.setString("tokenizer.ggml.pre", plainByteLevel || arch == "gpt2" ? "gpt-2" : "llama-bpe");
   w.setStrings("tokenizer.ggml.tokens", tokens);
-  w.setI32s("tokenizer.ggml.token_type", tokenTypes);
+  w.setI32s("tokenizer.ggml.token_type", tokenTypes);  // the key order of the converter; set again below
   w.setStrings("tokenizer.ggml.merges", merges);
   auto firstId = [&](const char* key) -> int64_t {
     const io::MetaValue* v = ckpt.meta(key);
@@ -225,8 +225,13 @@ void writeTokenizer(io::GgufWriter& w, const std::string& folder, const io::Chec
     if (v->kind() == io::MetaValue::Kind::array && !v->asArray().empty()) return v->asArray()[0].asInt();
     return -1;
   };
-  if (int64_t bos = firstId("bos_token_id"); bos >= 0) w.setU32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(bos));
-  if (int64_t eos = firstId("eos_token_id"); eos >= 0) w.setU32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(eos));
+  for (const char* key : {"bos_token_id", "eos_token_id"}) {
+    const int64_t id = firstId(key);
+    if (id < 0 || id >= vocab) continue;
+    w.setU32(std::string("tokenizer.ggml.") + key, static_cast<uint32_t>(id));
+    tokenTypes[static_cast<size_t>(id)] = 3;  // HF's special tokens are CONTROL in GGUF
+  }
+  w.setI32s("tokenizer.ggml.token_type", tokenTypes);
   std::ifstream cfg(fs::path(folder) / "tokenizer_config.json");
   if (cfg) {
     const nlohmann::json tc = nlohmann::json::parse(cfg, nullptr, false);
