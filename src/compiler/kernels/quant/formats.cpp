@@ -6,6 +6,7 @@
 #include <array>
 #include <cfloat>
 #include <cmath>
+#include <climits>
 #include <cstring>
 #include <string>
 
@@ -541,6 +542,7 @@ QuantType parseQuantType(std::string_view name) {
 
 int64_t rowBytes(QuantType type, int64_t cols) {
   const FormatInfo& f = info(type);
+  if (cols > INT64_MAX / 4) throw Error("[quant] " + std::string(f.name) + ": row of " + std::to_string(cols) + " elements is too long");
   if (type == QuantType::none) return cols * 4;
   if (cols < 0 || cols % f.elems != 0)
     throw Error("[quant] " + std::string(f.name) + ": row of " + std::to_string(cols) +
