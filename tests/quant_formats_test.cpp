@@ -356,7 +356,7 @@ TEST(QuantFormats, ErrorsOnBadSizesAndNonFiniteValues) {
          x[40] = 1e6f;  // d = 1e6 / 8 does not fit f16
          radix::quantizeRow(QuantType::q4_0, x.data(), 64, q.data());
        },
-       "[quant] quantizeRow: block 1: scale is inf"},
+       "[quant] quantizeRow q4_0: block 1: scale is inf"},
   };
   for (const Row& r : rows) EXPECT_EQ(errorOf(r.call), r.want);
   radix::quantizeRow(QuantType::q8_0, x.data(), 0, q.data());  // empty rows are fine

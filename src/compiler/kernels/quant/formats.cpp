@@ -573,7 +573,7 @@ void quantizeRow(QuantType type, const float* x, int64_t n, uint8_t* out) {
     }
   }
   // Values beyond f16's range give an infinite scale, which no reader accepts.
-  checkBlocks(type, {out, static_cast<size_t>(n / qk * bb)}, "quantizeRow");
+  checkBlocks(type, {out, static_cast<size_t>(n / qk * bb)}, "quantizeRow " + std::string(quantName(type)));
 }
 
 void dequantizeRow(QuantType type, const uint8_t* blocks, int64_t n, float* y) {
