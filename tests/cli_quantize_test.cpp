@@ -239,7 +239,8 @@ TEST(CliQuantize, Errors) {
            {"quantize -m " + testModels() + "/missing --to q8_0 -o " + out, 1, "[quantize] no model at"},
            {"quantize --to q8_0 -o " + out, 2, "[quantize] --model IN is required"},
            {"quantize --bogus", 2, "[quantize] unknown option \"--bogus\""},
-           {"quantize --help", 0, "usage: radix quantize --model IN --to TYPE -o OUT.gguf"},
+           {"quantize --help", 0, "usage: radix quantize --model IN --to TYPE -o OUT.gguf [-t THREADS]"},
+           {"quantize -m x --to q8_0 -o y -t -1", 2, "[quantize] -t needs a count >= 0, got -1"},
        }) {
     const CommandResult c = cli(r.args);
     EXPECT_EQ(c.status, r.status) << r.args << "\n" << c.out;

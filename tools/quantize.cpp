@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli.h"
@@ -343,9 +344,11 @@ std::vector<Source> fromHf(io::GgufWriter& w, const io::Checkpoint& c, const std
 
 int quantizeCommand(Args& args) {
   std::optional<std::string> model, to, output;
+  int threads = 0;
   while (!args.done()) {
     const std::string_view flag = args.flag();
     if (flag == "--model" || flag == "-m") model = std::string(args.value(flag));
+    else if (flag == "-t" || flag == "--threads") threads = args.number<int>(flag);
     else if (flag == "--to") to = std::string(args.value(flag));
     else if (flag == "-o" || flag == "--output") output = std::string(args.value(flag));
     else args.unknown(flag);
@@ -353,6 +356,8 @@ int quantizeCommand(Args& args) {
   if (!model) throw UsageError{"[quantize] --model IN is required"};
   if (!to) throw UsageError{"[quantize] --to TYPE is required"};
   if (!output) throw UsageError{"[quantize] -o OUT.gguf is required"};
+  if (threads < 0) throw UsageError{"[quantize] -t needs a count >= 0, got " + std::to_string(threads)};
+  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const Ftype* ftype = nullptr;
   std::string lower = *to;
   for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -439,15 +444,27 @@ int quantizeCommand(Args& args) {
     }
     const int64_t rows = cols ? elems / cols : 0, rb = rowBytes(*type, cols);
     w.addTensor(s.name, s.dims, static_cast<uint32_t>(ggmlTypeId(*type)), static_cast<uint64_t>(rows * rb),
-                [&ckpt, s, type = *type, rows, cols, rb](std::span<uint8_t> dst) {
+                [&ckpt, s, type = *type, rows, cols, rb, threads](std::span<uint8_t> dst) {
                   const std::vector<float> x = transformed(ckpt, s);
-                  for (int64_t r = 0; r < rows; ++r) {
-                    try {
-                      quantizeRow(type, x.data() + r * cols, cols, dst.data() + r * rb);
-                    } catch (const Error& e) {
-                      throw Error("[quantize] tensor \"" + s.name + "\" row " + std::to_string(r) + ": " + e.what());
+                  // Rows in contiguous chunks, one per thread; the first error (lowest chunk) wins.
+                  const int64_t n = std::max<int64_t>(1, std::min<int64_t>(threads, rows / 16));
+                  std::vector<std::string> errors(static_cast<size_t>(n));
+                  auto work = [&](int64_t t) {
+                    for (int64_t r = rows * t / n; r < rows * (t + 1) / n; ++r) {
+                      try {
+                        quantizeRow(type, x.data() + r * cols, cols, dst.data() + r * rb);
+                      } catch (const Error& e) {
+                        errors[static_cast<size_t>(t)] = "[quantize] tensor \"" + s.name + "\" row " + std::to_string(r) + ": " + e.what();
+                        return;
+                      }
                     }
-                  }
+                  };
+                  std::vector<std::thread> pool;
+                  for (int64_t t = 1; t < n; ++t) pool.emplace_back(work, t);
+                  work(0);
+                  for (std::thread& th : pool) th.join();
+                  for (const std::string& e : errors)
+                    if (!e.empty()) throw Error(e);
                 });
     ++counts[std::string(ggufTypeName(*type))];
   }
