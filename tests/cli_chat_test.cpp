@@ -159,7 +159,7 @@ std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); 
 // ---- conventions ----
 
 TEST(CliConventions, HelpPrintsUsageOnStdoutAndExitsZero) {
-  for (const std::string command : {"generate", "chat", "info", "bench", "cache", "targets", "version"})
+  for (const std::string command : {"generate", "chat", "info", "bench", "quantize", "cache", "targets", "version"})
     for (const std::string flag : {"--help", "-h"}) {
       const CliRun r = radix(command + " " + flag);
       EXPECT_EQ(r.status, 0) << command << " " << flag;
@@ -176,7 +176,7 @@ TEST(CliConventions, HelpPrintsUsageOnStdoutAndExitsZero) {
   for (const std::string flag : {"--help", "-h"}) {
     const CliRun r = radix(flag);
     EXPECT_EQ(r.status, 0) << flag;
-    for (const char* command : {"generate", "chat", "info", "bench", "cache", "targets", "version"})
+    for (const char* command : {"generate", "chat", "info", "bench", "quantize", "cache", "targets", "version"})
       EXPECT_NE(r.out.find("radix " + std::string(command)), std::string::npos) << flag << ": " << command;
   }
 }
@@ -203,6 +203,8 @@ TEST(CliConventions, BadCommandLinesExitTwoWithTheUsageOnStderr) {
       {"info --model", "[info] --model needs a value"},
       {"info --frobnicate", "[info] unknown option \"--frobnicate\""},
       {"bench --frobnicate", "[bench] unknown option \"--frobnicate\""},
+      {"quantize --to q8_0 -o x.gguf", "[quantize] --model IN is required"},
+      {"quantize -m x --to q2_k -o x.gguf", "[quantize] --to q2_k is not one of q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m, q6_k"},
       {"bench -p", "[bench] -p needs a value"},
       {"bench -t 1,x" + m, "[bench] -t needs a number, got \"x\""},
       {"cache", "[cache] ls or clear is required"},

@@ -38,7 +38,8 @@ std::string_view ggufTypeName(QuantType type);
 QuantType parseQuantType(std::string_view name);
 /// GGML's type id (GGUF tensor info): ggmlTypeId(QuantType::q4_0) -> 2; -1 for non-GGUF formats.
 int ggmlTypeId(QuantType type);
-/// Logical elements per block: blockElems(QuantType::q4_k) -> 256 (1 for the int formats).
+/// Logical elements per block: blockElems(QuantType::q4_k) -> 256 (1 for i8_channel; 2 in one
+/// byte for i4_group).
 int64_t blockElems(QuantType type);
 /// Bytes per block: blockBytes(QuantType::q4_k) -> 144.
 int64_t blockBytes(QuantType type);
@@ -74,7 +75,10 @@ struct QuantizedTensor {
   Tensor dequantize(DType dtype = DType::f32, Loc loc = Loc::current()) const;
 };
 
-/// Host: quantizes a bound f32/f16/bf16 {rows, cols} tensor.
+/// Host: quantizes a bound f32/f16/bf16 {rows, cols} tensor. GGUF formats: quantizeRow per row.
+/// i8_channel: scales {rows}:f16 = amax/127, data {rows,cols}:i8. i4_group (`group` 32/64/128):
+/// scales {rows,cols/group}:f16 = max/-8 (max: the value of largest magnitude), data
+/// {rows,cols/2}:u8, no zeros (z = 8). [quantize] errors for NaN/Inf values and bad sizes.
 /// quantize(w {768,768}:f32, QuantType::q4_k) -> data {768,432}:u8
 QuantizedTensor quantize(const Tensor& weight, QuantType type, int64_t group = 32);
 /// Host: decodes a bound QuantizedTensor to f32 {rows, cols}.

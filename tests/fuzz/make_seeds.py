@@ -95,6 +95,25 @@ def gguf_seeds():
         t.add_tensor_bytes(name, [1, block], name, bytes(block_bytes))
     yield t.to_bytes()
 
+    # Quantized tensors of every block format Radix computes in: random quants, finite f16 scales
+    # (0.5, and the largest), then one NaN scale (rejected by checkBlocks).
+    rng = np.random.default_rng(18)
+    scales = {"Q8_0": [0], "Q4_0": [0], "Q4_1": [0, 2], "Q5_0": [0], "Q5_1": [0, 2], "Q4_K": [0, 2], "Q5_K": [0, 2],
+              "Q6_K": [208]}
+    for poison in (False, True):
+        q = GGUFWriter(version=3)
+        q.add("general.architecture", "llama")
+        for name, offsets in scales.items():
+            _, block, block_bytes = GGML_TYPES[name]
+            raw = bytearray(rng.integers(0, 256, 2 * block_bytes, dtype=np.uint8).tobytes())
+            for b in range(2):
+                for i, off in enumerate(offsets):
+                    raw[b * block_bytes + off:b * block_bytes + off + 2] = struct.pack("<H", 0x3800 if i == 0 else 0x7bff)
+            if poison:
+                raw[block_bytes + offsets[-1]:block_bytes + offsets[-1] + 2] = struct.pack("<H", 0x7e00)
+            q.add_tensor_bytes("blk.0." + name.lower() + ".weight", [2, block], name, bytes(raw))
+        yield q.to_bytes()
+
     v = GGUFWriter(version=3)
     v.add("u8", Value("UINT8", 1)); v.add("i8", Value("INT8", -1)); v.add("u16", Value("UINT16", 2))
     v.add("i16", Value("INT16", -2)); v.add("u32", Value("UINT32", 3)); v.add("i32", Value("INT32", -3))
