@@ -4,6 +4,7 @@
 // against the same reference and against its own composition (RADIX_ATTENTION=composed), with the call counters proving which path ran and how many keys decode read.
 #include <gtest/gtest.h>
 #include <radix/nn.h>
+#include <radix/profiler.h>
 #include <radix/radix.h>
 #include <radix/testing.h>
 
@@ -381,6 +382,24 @@ TEST(AttentionKernels, BiasFallsBackAndModuleIsMarked) {
   const std::string text = marked.mlir();
   EXPECT_NE(text.find("radix.kernel = \"attention\""), std::string::npos) << text;
   EXPECT_NE(text.find("func.func private @radix_attention_"), std::string::npos) << text;
+}
+
+// With profiling on, the kernel call is one profile row (the composition it replaced has none).
+TEST(AttentionKernels, ProfiledAsOneRow) {
+  radix::CompileOptions options;
+  options.cache = false;
+  options.optLevel = 1;
+  options.profile = true;
+  const radix::Platform platform = cpu().withOptions(options);
+  const Spec& s = specs()[2];
+  const Inputs in(s);
+  radix::profileReset();
+  expectClose(compiled(s, in, platform), reference(s, in.q, in.k, in.v), 2e-5, "profiled");
+  int64_t calls = 0;
+  for (const radix::ProfileRow& r : radix::profileRows())
+    if (r.op == "attention") calls += r.calls;
+  EXPECT_EQ(calls, 1) << radix::profileReport();
+  radix::profileReset();
 }
 
 TEST(AttentionKernels, BadOptionsStillThrow) {

@@ -624,9 +624,10 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     writeLoopStateInPlace(*lowered);
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
-    if (profile) sites = instrumentProfile(*lowered);
+    // Before the profile's sites: the composition it replaces is gone, its kernel call is a site.
     if (fusedAttentionOn())
       kernels::lowerAttentionToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
+    if (profile) sites = instrumentProfile(*lowered);
     kernels::lowerContractionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");
