@@ -80,7 +80,8 @@ inline int weightCopies(const Figure& f) {
 
 // Seeds and scales of each figure's inputs (torch_peer.py's INPUTS mirrors these).
 inline constexpr uint32_t kSeedA = 1, kSeedB = 2, kSeedW = 3, kSeedX = 4, kSeedSoftmax = 5, kSeedRms = 6,
-                          kSeedRmsWeight = 7, kSeedTanh = 8, kSeedGelu = 9, kSeedTriadB = 10, kSeedTriadC = 11;
+                          kSeedRmsWeight = 7, kSeedTanh = 8, kSeedGelu = 9, kSeedTriadB = 10, kSeedTriadC = 11,
+                          kSeedQ = 12, kSeedK = 13, kSeedV = 14;  // attention: q, k, v {h, n, hd}
 inline constexpr float kActivationScale = 4.0f;  // softmax, rmsnorm, tanh and gelu inputs lie in [-4, 4)
 inline constexpr float kTriadScalar = 3.0f;
 inline constexpr float kRmsEps = 1e-6f;

@@ -128,6 +128,21 @@ class RadixBackend : public bench::Backend {
       const Tensor x = input({d[0]}, bench::kSeedTanh, bench::kActivationScale);
       auto exe = radix::compile(platform_, [](const Tensor& t) { return t.tanh(); }, x);
       run_ = [exe, x] { return exe(x); };
+    } else if (f.kind == "attention") {  // causal sdpa, {h, n, hd}; d[3] = 1: the composition of ops
+      if (d.size() > 3 && d[3] != 0)
+        setenv("RADIX_ATTENTION", "composed", 1);
+      else
+        unsetenv("RADIX_ATTENTION");
+      auto qkv = [&](uint32_t seed, const char* seq) {
+        return Tensor::fromValues(platform_, Shape({d[0], d[1], d[2]}, dtype).withTags({"h", seq, "hd"}),
+                                  bench::benchValues(d[0] * d[1] * d[2], seed));
+      };
+      const Tensor q = qkv(bench::kSeedQ, "q"), k = qkv(bench::kSeedK, "k"), v = qkv(bench::kSeedV, "k");
+      auto exe = radix::compile(
+          platform_,
+          [](const Tensor& a, const Tensor& b, const Tensor& c) { return radix::nn::sdpa(a, b, c, {.causal = true}); }, q,
+          k, v);
+      run_ = [exe, q, k, v] { return exe(q, k, v); };
     } else if (f.kind == "gelu") {
       const Tensor x = input({d[0]}, bench::kSeedGelu, bench::kActivationScale);
       auto exe = radix::compile(platform_, [](const Tensor& t) { return t.gelu(); }, x);
@@ -515,6 +530,16 @@ std::vector<FigureSpec> figures() {
   out.push_back({"rmsnorm f32 4096x4096", "rmsnorm f32 4096 4096", false, sq * 8, 1e-4, {"torch"}});
   out.push_back({"tanh f32 16M", "tanh f32 16777216", false, n16m * 8, 1e-4, {"onednn", "torch"}});
   out.push_back({"gelu f32 16M", "gelu f32 16777216", false, n16m * 8, 1e-4, {"onednn", "torch"}});
+  // Causal attention at 512 tokens, 12 heads x 64: GFLOP/s = 2 h n^2 hd (the visible half of both
+  // products); the peers are unfused (oneDNN matmul + softmax + matmul; PyTorch 1.13 has no
+  // scaled_dot_product_attention, so matmul + masked softmax + matmul too).
+  for (const char* dtype : {"f32", "bf16"}) {
+    const double flops = 2.0 * 12 * 512 * 512 * 64, tol = std::string(dtype) == "f32" ? 1e-4 : 2e-2;
+    out.push_back({std::string("attention ") + dtype + " 12x512x64", std::string("attention ") + dtype + " 12 512 64 0",
+                   true, flops, tol, {"onednn", "torch"}});
+    out.push_back({std::string("attention ") + dtype + " 12x512x64 composed",
+                   std::string("attention ") + dtype + " 12 512 64 1", true, flops, tol * 3, {}});
+  }
   out.push_back({"triad f32 16M", "triad f32 16777216", false, n16m * 12, 1e-6, {}});
   return out;
 }
@@ -599,6 +624,27 @@ std::vector<double> reference(const Figure& f, const std::vector<int64_t>& sampl
       const double v = x[i];
       out[i] = tanh ? std::tanh(v) : 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v)));
     }
+  } else if (f.kind == "attention") {
+    const int64_t h = d[0], n = d[1], hd = d[2];
+    const std::vector<float> q = bench::benchValues(h * n * hd, bench::kSeedQ), k = bench::benchValues(h * n * hd, bench::kSeedK),
+                             v = bench::benchValues(h * n * hd, bench::kSeedV);
+    out.assign(h * n * hd, 0.0);
+    std::vector<double> p(n);
+    for (int64_t head = 0; head < h; ++head)
+      for (int64_t i = 0; i < n; ++i) {
+        const float* qi = &q[(head * n + i) * hd];
+        double m = -INFINITY, sum = 0;
+        for (int64_t j = 0; j <= i; ++j) {
+          double s = 0;
+          for (int64_t e = 0; e < hd; ++e) s += double(qi[e]) * k[(head * n + j) * hd + e];
+          p[j] = s / std::sqrt(double(hd));
+          m = std::max(m, p[j]);
+        }
+        for (int64_t j = 0; j <= i; ++j) sum += p[j] = std::exp(p[j] - m);
+        double* o = &out[(head * n + i) * hd];
+        for (int64_t j = 0; j <= i; ++j)
+          for (int64_t e = 0; e < hd; ++e) o[e] += p[j] / sum * v[(head * n + j) * hd + e];
+      }
   } else if (f.kind == "triad") {
     out.resize(f.elements());
     for (int64_t i = 0; i < f.elements(); ++i)
@@ -658,6 +704,7 @@ class Driver {
                 options_.reps, options_.minRep * 1e3, options_.cap, options_.maxCall);
     std::printf("GEMM MxNxK: C[M,N] = A[M,K] B[K,N], GFLOP/s = 2MNK/s, bf16 in and out with f32 accumulation; GB/s: gemv"
                 " weight bytes, softmax/rmsnorm/tanh/gelu 8 B/elem, triad 12 B/elem\n");
+    std::printf("attention HxNxD: causal softmax(q k^T / sqrt(D)) v, q, k, v {H, N, D}, GFLOP/s = 2 H N^2 D / s\n");
     std::printf("n/a: the implementation has no such kernel or is missing (--verbose says why); skip: predicted to take"
                 " > %.0f s per call; >Ns: killed after N s; *: one rep only\n",
                 options_.maxCall);

@@ -1,12 +1,13 @@
 // radix-bench-cpu's oneDNN peer (a child process; see bench_worker.h): dnnl_sgemm for f32 GEMM
 // and GEMV, the matmul primitive for bf16 (bf16 in and out, f32 accumulation), and the softmax
-// and eltwise (tanh, gelu_tanh) primitives. Plain row-major layouts, as Radix gets them.
+// and eltwise (tanh, gelu_tanh) primitives, and causal attention unfused (matmul, softmax, matmul). Plain row-major layouts, as Radix gets them.
 // oneDNN runs on libgomp, which reads OMP_NUM_THREADS when it loads: the driver sets it.
 #include <dlfcn.h>
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cmath>
 #include <functional>
 
 #include "bench_worker.h"
@@ -81,6 +82,7 @@ class OneDnn : public bench::Backend {
       };
       return "";
     }
+    if (f.kind == "attention") return setupAttention(f);
     if (f.dtype != "f32") return "no " + f.dtype + " " + f.kind + " here";
     if (f.kind == "softmax" || f.kind == "tanh" || f.kind == "gelu") {
       const bool softmax = f.kind == "softmax";
@@ -109,6 +111,57 @@ class OneDnn : public bench::Backend {
     return "no " + f.kind + " in oneDNN 2.6";
   }
 
+  // Causal attention, unfused: S = Q Kᵀ · scale + mask (matmul with output scale and a binary-add
+  // post-op; f32 S), softmax over keys in place, P (bf16 for bf16) · V.
+  std::string setupAttention(const Figure& f) {
+    const int64_t h = f.dims[0], n = f.dims[1], hd = f.dims[2];
+    const bool bf16 = f.dtype == "bf16";
+    if (!bf16 && f.dtype != "f32") return "no " + f.dtype + " attention here";
+    const dt in = bf16 ? dt::bf16 : dt::f32;
+    dnnl::memory::desc qmd({h, n, hd}, in, tag::abc), kmd({h, hd, n}, in, tag::acb), smd({h, n, n}, dt::f32, tag::abc),
+        pmd({h, n, n}, in, tag::abc), vmd({h, n, hd}, in, tag::abc), omd({h, n, hd}, in, tag::abc);
+    mask_.assign(h * n * n, 0.0f);
+    for (int64_t b = 0; b < h; ++b)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = i + 1; j < n; ++j) mask_[(b * n + i) * n + j] = -INFINITY;
+    auto values = [&](uint32_t seed) { return bench::benchValues(h * n * hd, seed); };
+    a_ = values(bench::kSeedQ), b_ = values(bench::kSeedK), c_ = values(bench::kSeedV);
+    if (bf16) srcBf16_ = toBf16(a_), kBf16_ = toBf16(b_), vBf16_ = toBf16(c_);
+    scores_.assign(h * n * n, 0.0f);
+    probs_.assign(bf16 ? h * n * n : 0, 0);
+    outF32_.assign(bf16 ? 0 : h * n * hd, 0.0f);
+    outBf16_.assign(bf16 ? h * n * hd : 0, 0);
+    bf16Out_ = bf16;
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(0, {1.0f / std::sqrt(static_cast<float>(hd))});
+    dnnl::post_ops ops;
+    ops.append_binary(dnnl::algorithm::binary_add, smd);
+    attr.set_post_ops(ops);
+    auto qk = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(qmd, kmd, smd), attr, engine_));
+    auto softmax = std::make_shared<dnnl::softmax_forward>(dnnl::softmax_forward::primitive_desc(
+        dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, smd, 2), engine_));
+    auto pv = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(bf16 ? pmd : smd, vmd, omd), engine_));
+    void* qp = bf16 ? static_cast<void*>(srcBf16_.data()) : a_.data();
+    void* kp = bf16 ? static_cast<void*>(kBf16_.data()) : b_.data();
+    void* vp = bf16 ? static_cast<void*>(vBf16_.data()) : c_.data();
+    void* op = bf16 ? static_cast<void*>(outBf16_.data()) : outF32_.data();
+    auto q = std::make_shared<dnnl::memory>(qmd, engine_, qp), k = std::make_shared<dnnl::memory>(kmd, engine_, kp),
+         v = std::make_shared<dnnl::memory>(vmd, engine_, vp), o = std::make_shared<dnnl::memory>(omd, engine_, op),
+         s = std::make_shared<dnnl::memory>(smd, engine_, scores_.data()),
+         mask = std::make_shared<dnnl::memory>(smd, engine_, mask_.data());
+    std::shared_ptr<dnnl::memory> p = bf16 ? std::make_shared<dnnl::memory>(pmd, engine_, probs_.data()) : s;
+    auto toP = bf16 ? std::make_shared<dnnl::reorder>(*s, *p) : nullptr;
+    run_ = [=, this] {
+      qk->execute(stream_, {{DNNL_ARG_SRC, *q}, {DNNL_ARG_WEIGHTS, *k}, {DNNL_ARG_DST, *s},
+                            {DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, *mask}});
+      softmax->execute(stream_, {{DNNL_ARG_SRC, *s}, {DNNL_ARG_DST, *s}});
+      if (toP) toP->execute(stream_, *s, *p);
+      pv->execute(stream_, {{DNNL_ARG_SRC, *p}, {DNNL_ARG_WEIGHTS, *v}, {DNNL_ARG_DST, *o}});
+      stream_.wait();
+    };
+    return "";
+  }
+
   void run() override { run_(); }
 
   std::vector<float> output() override {
@@ -135,8 +188,8 @@ class OneDnn : public bench::Backend {
   dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream_{engine_};
   std::function<void()> run_;
-  std::vector<float> a_, b_, outF32_;
-  std::vector<uint16_t> srcBf16_, outBf16_;
+  std::vector<float> a_, b_, c_, outF32_, mask_, scores_;
+  std::vector<uint16_t> srcBf16_, outBf16_, kBf16_, vBf16_, probs_;
   std::vector<std::vector<uint16_t>> weiBf16_;
   std::vector<std::vector<float>> copies_;  // of the weight, cycled through (bench::weightCopies)
   size_t call_ = 0;

@@ -30,6 +30,7 @@ torch.set_num_threads(args.threads)
 
 # bench_worker.h's seeds and constants.
 SEED_A, SEED_B, SEED_W, SEED_X, SEED_SOFTMAX, SEED_RMS, SEED_RMS_WEIGHT, SEED_TANH, SEED_GELU = 1, 2, 3, 4, 5, 6, 7, 8, 9
+SEED_Q, SEED_K, SEED_V = 12, 13, 14
 ACTIVATION_SCALE = 4.0
 RMS_EPS = 1e-6
 
@@ -95,6 +96,20 @@ class Peer:
         elif kind == "tanh" and dt == torch.float32:
             x = tensor(tuple(dims), SEED_TANH, dt, ACTIVATION_SCALE)
             self.fn = lambda: torch.tanh(x)
+        elif kind == "attention":
+            h, n, hd = dims[:3]
+            q, k, v = (tensor((h, n, hd), seed, dt) for seed in (SEED_Q, SEED_K, SEED_V))
+            if hasattr(F, "scaled_dot_product_attention"):  # torch >= 2.0
+                self.fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:  # Debian's 1.13: matmul, masked softmax (in f32), matmul
+                masked = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+                scale = 1.0 / float(hd) ** 0.5
+
+                def attend():
+                    s = torch.matmul(q, k.transpose(1, 2)).float() * scale
+                    return torch.matmul(torch.softmax(s.masked_fill(masked, float("-inf")), dim=-1).to(dt), v)
+
+                self.fn = attend
         elif kind == "gelu" and dt == torch.float32:
             x = tensor(tuple(dims), SEED_GELU, dt, ACTIVATION_SCALE)
             self.fn = lambda: F.gelu(x, approximate="tanh")

@@ -166,6 +166,12 @@ void addEntryKey(mlir::ModuleOp module, const std::string& text) {
                                kEntryKeySymbol, b.getStringAttr(text));
 }
 
+// RADIX_ATTENTION=composed compiles nn::sdpa's composition instead of the fused kernel.
+bool fusedAttentionOn() {
+  const char* v = std::getenv("RADIX_ATTENTION");
+  return v == nullptr || std::string_view(v) != "composed";
+}
+
 bool profileOn(const CompileOptions& options) { return options.profile ? *options.profile : profileEnvOn(); }
 
 /// In a whileLoop body, an elementwise op that computes a state value into a fresh tensor writes
@@ -513,7 +519,7 @@ static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
   // Without profiling the key is unchanged, so are the entries of earlier builds.
   return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|" + kPipelineVersion +
          "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads) + "|extra " + o.extraPasses +
-         (profileOn(o) ? "|profile" : "");
+         (profileOn(o) ? "|profile" : "") + (fusedAttentionOn() ? "" : "|composed-attention");
 }
 
 CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
@@ -618,6 +624,9 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     writeLoopStateInPlace(*lowered);
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
+    // Before the profile's sites: the composition it replaces is gone, its kernel call is a site.
+    if (fusedAttentionOn())
+      kernels::lowerAttentionToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (profile) sites = instrumentProfile(*lowered);
     kernels::lowerContractionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);

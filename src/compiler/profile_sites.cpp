@@ -94,7 +94,9 @@ std::vector<ProfileSite> instrumentProfile(mlir::ModuleOp module) {
   for (mlir::func::FuncOp fn : module.getOps<mlir::func::FuncOp>()) {
     if (fn.isExternal()) continue;
     fn.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
-      if (mlir::isa<mlir::linalg::LinalgOp, mlir::memref::CopyOp, mlir::scf::ForallOp, mlir::scf::ParallelOp>(op)) {
+      auto call = mlir::dyn_cast<mlir::func::CallOp>(op);
+      if (mlir::isa<mlir::linalg::LinalgOp, mlir::memref::CopyOp, mlir::scf::ForallOp, mlir::scf::ParallelOp>(op) ||
+          (call && call.getCallee() == "radix_kernel_attention")) {
         regions.push_back(op);
         return mlir::WalkResult::skip();
       }
@@ -114,6 +116,7 @@ std::vector<ProfileSite> instrumentProfile(mlir::ModuleOp module) {
   for (mlir::Operation* op : regions) {
     ProfileSite site;
     std::tie(site.op, site.location) = siteNames(op);
+    if (mlir::isa<mlir::func::CallOp>(op)) site.op = "attention";  // nn.sdpa's fused kernel
     llvm::SetVector<mlir::Value> used(op->getOperands().begin(), op->getOperands().end());
     mlir::getUsedValuesDefinedAbove(op->getRegions(), used);
     double bytes = 0;

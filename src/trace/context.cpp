@@ -438,6 +438,18 @@ std::vector<Tensor> TraceContext::emitCall(const FunctionEntry& entry, const std
   return out;
 }
 
+void TraceContext::markKernel(const std::string& kind, const std::vector<std::pair<std::string, int64_t>>& ints,
+                              const std::vector<std::pair<std::string, double>>& floats) {
+  if (scopes_.empty() || !scopes_.back().fn || scopes_.back().region)
+    throw Error("[" + kind + "] radix bug: markKernel outside a radix::call function");
+  mlir::func::FuncOp fn = scopes_.back().fn;
+  std::vector<mlir::NamedAttribute> options;
+  for (const auto& [name, v] : ints) options.push_back(builder_.getNamedAttr(name, builder_.getI64IntegerAttr(v)));
+  for (const auto& [name, v] : floats) options.push_back(builder_.getNamedAttr(name, builder_.getF64FloatAttr(v)));
+  fn->setAttr("radix.kernel", builder_.getStringAttr(kind));
+  fn->setAttr("radix.kernel_options", builder_.getDictionaryAttr(options));
+}
+
 // ---- the narrow interface used by the header templates ----
 
 FunctionEntry* findFunction(TraceContext& c, uint64_t key) { return c.findFunction(key); }
@@ -449,6 +461,10 @@ FunctionEntry& endFunction(TraceContext& c, const std::vector<const Tensor*>& re
   return c.endFunction(results, std::move(t));
 }
 void abortFunction(TraceContext& c) { c.abortFunction(); }
+void markKernel(const std::string& kind, const std::vector<std::pair<std::string, int64_t>>& ints,
+                const std::vector<std::pair<std::string, double>>& floats) {
+  currentTrace(kind.c_str()).markKernel(kind, ints, floats);
+}
 std::vector<Tensor> emitCall(TraceContext& c, const FunctionEntry& f, const std::vector<const Tensor*>& args) {
   return c.emitCall(f, args);
 }

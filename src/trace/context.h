@@ -67,6 +67,9 @@ class TraceContext {
   FunctionEntry& endFunction(const std::vector<const Tensor*>& results, std::shared_ptr<void> resultTemplate);
   void abortFunction();
   std::vector<Tensor> emitCall(const FunctionEntry& entry, const std::vector<const Tensor*>& args);
+  /// Sets `radix.kernel = kind` and `radix.kernel_options` on the radix::call function being traced.
+  void markKernel(const std::string& kind, const std::vector<std::pair<std::string, int64_t>>& ints,
+                  const std::vector<std::pair<std::string, double>>& floats);
 
   // Regions of scf.while / scf.if: not isolated from above, so ops in `block` may use the values
   // of the enclosing scopes of the same function. endRegion restores the insertion point.

@@ -12,6 +12,14 @@
 
 #include "radix/nn/common.h"
 
+namespace radix::detail {
+/// Marks the radix::call function being traced as a kernel the compiler may replace (its body
+/// stays the reference): `radix.kernel = kind`, options in `radix.kernel_options` (src/trace).
+/// markKernel("attention", {{"causal", 1}}, {{"scale", 0.125}})
+void markKernel(const std::string& kind, const std::vector<std::pair<std::string, int64_t>>& ints,
+                const std::vector<std::pair<std::string, double>>& floats);
+}  // namespace radix::detail
+
 namespace radix::nn {
 
 // ---- attention ----
@@ -39,14 +47,12 @@ struct AttentionOptions {
   std::optional<Tensor> keyLengths;
 };
 
-/// softmax(q·kᵀ * scale + bias, masked) · v over tagged axes: q {.., h, q, hd}, k and v
-/// {.., h, k, hd}; other tags (such as "b") are batch axes. k and v may have fewer heads than q
-/// (grouped-query attention): query head i reads key head i / (hq / hk). The result has q's
-/// shape. Scores and softmax are computed in f32.
-/// sdpa(q {b=2,h=8,q=5,hd=16}, k {b=2,h=2,k=5,hd=16}, v, {.causal = true}) -> {b=2,h=8,q=5,hd=16}
-inline Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {},
-                   Loc loc = Loc::current()) {
-  return detail::inLayer("nn.sdpa", loc, [&] {
+namespace detail {
+
+/// The composition of sdpa from ops: the reference the attention kernel must match, and what
+/// runs where the kernel does not apply. Same contract as nn::sdpa.
+inline Tensor sdpaReference(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
+  {
     for (const Tensor* t : {&q, &k, &v})
       for (int64_t i = 0; i < t->rank(); ++i)
         detail::require(!t->shape().tag(i).empty(), "nn.sdpa",
@@ -116,6 +122,135 @@ inline Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Atte
       out = out.transpose(order).mergeAxes({"h", "hg"}, "h");
     }
     return out.transpose(detail::tagsOf(q.shape()));
+  }
+}
+
+/// The compile-time options of a fused-attention call (hashed by radix::call with the shapes).
+struct AttentionKernelSpec {
+  bool causal = false;
+  double scale = 1;
+  int64_t window = 0;   // 0: none
+  double softcap = 0;   // 0: none
+};
+
+/// Row-major strides of `s` by tag (0 for a tag it lacks).
+inline int64_t strideOf(const Shape& s, Tag tag) {
+  const int64_t axis = s.hasTag(tag);
+  if (axis < 0) return 0;
+  int64_t stride = 1;
+  for (int64_t i = s.rank() - 1; i > axis; --i) stride *= s.dim(i);
+  return stride;
+}
+
+/// The tags of `s` other than its head, sequence and head-dim axes (the batch axes), in order.
+inline std::vector<Tag> batchTagsOf(const Shape& s, Tag sequence) {
+  std::vector<Tag> out;
+  for (int64_t i = 0; i < s.rank(); ++i)
+    if (s.tag(i) != Tag("h") && s.tag(i) != sequence && s.tag(i) != Tag("hd")) out.push_back(s.tag(i));
+  return out;
+}
+
+/// Whether the attention kernel can run this sdpa (else the composition runs as it is): no
+/// bias; q, k, v of one dtype (f32 or bf16) with "hd" last; k and v alike; at most two batch
+/// axes, the same in q and k; a scalar integer queryOffset.
+inline bool attentionKernelApplies(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  const DType d = q.dtype();
+  if (o.bias || (d != DType::f32 && d != DType::bf16) || k.dtype() != d || v.dtype() != d) return false;
+  if (!(k.shape() == v.shape()) || q.shape().tag(q.rank() - 1) != Tag("hd") || k.shape().tag(k.rank() - 1) != Tag("hd") ||
+      q.dim("hd") != k.dim("hd"))
+    return false;
+  if (q.shape().hasTag("k") >= 0 || k.shape().hasTag("q") >= 0 || k.shape().hasTag("hd") < 0) return false;
+  const std::vector<Tag> qb = batchTagsOf(q.shape(), "q"), kb = batchTagsOf(k.shape(), "k");
+  if (qb.size() > 2 || qb.size() != kb.size()) return false;
+  for (Tag t : qb)
+    if (k.shape().hasTag(t) < 0 || k.dim(t) != q.dim(t)) return false;
+  if (o.queryOffset && (o.queryOffset->rank() != 0 || isFloat(o.queryOffset->dtype()) ||
+                        o.queryOffset->dtype() == DType::bool_))
+    return false;
+  if (o.window && (!o.causal || *o.window < 1)) return false;
+  if (o.softcap && !(*o.softcap > 0)) return false;
+  if (o.keyLengths) {
+    const Tensor& l = *o.keyLengths;
+    if (isFloat(l.dtype()) || l.dtype() == DType::bool_ || l.rank() > 1) return false;
+    if (l.rank() == 1 && (k.shape().hasTag("b") < 0 || k.dim("b") != l.dim(0) ||
+                          !(l.shape().tag(0).empty() || l.shape().tag(0) == Tag("b"))))
+      return false;
+  }
+  return true;
+}
+
+/// The traced body of the fused-attention function: the reference composition, marked
+/// `radix.kernel = "attention"` with the layout the compiler's kernel call needs.
+inline Tensor attentionKernelBody(const AttentionKernelSpec& spec, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const std::optional<Tensor>& offset, const std::optional<Tensor>& lengths) {
+  AttentionOptions o;
+  o.causal = spec.causal;
+  o.queryOffset = offset;
+  o.scale = spec.scale;
+  if (spec.window > 0) o.window = spec.window;
+  if (spec.softcap > 0) o.softcap = spec.softcap;
+  o.keyLengths = lengths;
+  Tensor out = sdpaReference(q, k, v, o);
+  const std::vector<Tag> batch = batchTagsOf(q.shape(), "q");
+  std::vector<std::pair<std::string, int64_t>> ints = {
+      {"causal", spec.causal ? 1 : 0}, {"window", spec.window}, {"offset", offset ? 1 : 0},
+      {"lengths", lengths ? 1 : 0}, {"dtype", q.dtype() == DType::bf16 ? 2 : 0},
+      {"hq", q.dim("h")}, {"hk", k.dim("h")}, {"nq", q.dim("q")}, {"nk", k.dim("k")}, {"hd", q.dim("hd")}};
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i);
+    ints.push_back({"b" + n, i < batch.size() ? q.dim(batch[i]) : 1});
+    const char* names[3] = {"q", "k", "v"};
+    const Tensor* ts[3] = {&q, &k, &v};
+    for (int x = 0; x < 3; ++x)
+      ints.push_back({std::string(names[x]) + "_b" + n, i < batch.size() ? strideOf(ts[x]->shape(), batch[i]) : 0});
+    ints.push_back({"len_b" + n, lengths && lengths->rank() == 1 && i < batch.size() && batch[i] == Tag("b") ? 1 : 0});
+  }
+  ints.push_back({"q_h", strideOf(q.shape(), "h")});
+  ints.push_back({"q_s", strideOf(q.shape(), "q")});
+  ints.push_back({"k_h", strideOf(k.shape(), "h")});
+  ints.push_back({"k_s", strideOf(k.shape(), "k")});
+  radix::detail::markKernel("attention", ints, {{"scale", spec.scale}, {"softcap", spec.softcap}});
+  return out;
+}
+
+}  // namespace detail
+
+/// softmax(q·kᵀ * scale + bias, masked) · v over tagged axes: q {.., h, q, hd}, k and v
+/// {.., h, k, hd}; other tags (such as "b") are batch axes. k and v may have fewer heads than q
+/// (grouped-query attention): query head i reads key head i / (hq / hk). The result has q's
+/// shape. Scores and softmax are computed in f32.
+/// sdpa(q {b=2,h=8,q=5,hd=16}, k {b=2,h=2,k=5,hd=16}, v, {.causal = true}) -> {b=2,h=8,q=5,hd=16}
+/// Runs as one fused kernel (flash-style, reading only the visible keys) where
+/// detail::attentionKernelApplies holds, unless RADIX_ATTENTION=composed at compile time; else,
+/// or with a bias, as the composition of ops (docs/attention.md).
+inline Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {},
+                   Loc loc = Loc::current()) {
+  return detail::inLayer("nn.sdpa", loc, [&] {
+    for (const Tensor* t : {&q, &k, &v})
+      for (int64_t i = 0; i < t->rank(); ++i)
+        detail::require(!t->shape().tag(i).empty(), "nn.sdpa",
+                        "q, k and v need every axis tagged, got " + q.shape().str() + ", " + k.shape().str() + ", " +
+                            v.shape().str());
+    detail::require(q.shape().hasTag("q") >= 0 && q.shape().hasTag("h") >= 0 && q.shape().hasTag("hd") >= 0, "nn.sdpa",
+                    "q needs axes tagged \"h\", \"q\" and \"hd\", got " + q.shape().str());
+    detail::require(k.shape().hasTag("k") >= 0 && k.shape().hasTag("h") >= 0 && v.shape().hasTag("k") >= 0 &&
+                        v.shape().hasTag("h") >= 0,
+                    "nn.sdpa", "k and v need axes tagged \"h\", \"k\" and \"hd\", got " + k.shape().str() + ", " +
+                                   v.shape().str());
+    detail::require(k.dim("h") > 0 && q.dim("h") % k.dim("h") == 0, "nn.sdpa",
+                    "q's heads must be a multiple of k's: " + q.shape().str() + " vs " + k.shape().str());
+    if (!detail::attentionKernelApplies(q, k, v, options)) return detail::sdpaReference(q, k, v, options);
+    detail::AttentionKernelSpec spec;
+    spec.causal = options.causal;
+    spec.scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.dim("hd"))));
+    spec.window = options.window.value_or(0);
+    spec.softcap = options.softcap.value_or(0);
+    std::optional<Tensor> offset, lengths;
+    if (options.queryOffset) offset = detail::as(*options.queryOffset, DType::i32);
+    if (options.keyLengths)
+      lengths = options.keyLengths->rank() == 0 ? detail::as(*options.keyLengths, DType::i32)
+                                                : detail::as(*options.keyLengths, DType::i32).withTags({"b"});
+    return radix::call("radix_attention", &detail::attentionKernelBody, spec, q, k, v, offset, lengths);
   });
 }
 

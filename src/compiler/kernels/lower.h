@@ -26,6 +26,15 @@ int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target
 /// running CPU has): amx needs avx512bf16's features plus amx-tile and amx-bf16.
 Isa isaOf(const KernelTarget& target);
 
+/// Replaces each call of a function marked `radix.kernel = "attention"` (nn::sdpa, whose body is
+/// the reference composition) with a call to radix_kernel_attention, and drops the functions no
+/// longer called. Calls whose buffers the kernel cannot take keep the body. Returns how many
+/// calls were replaced (attention_lower.cpp).
+int lowerAttentionToKernels(mlir::ModuleOp module, const KernelTarget& target);
+
+/// The attention kernel variant (an AttentionIsa value) compiled code asks for on `target`.
+int attentionIsaFor(const KernelTarget& target);
+
 /// True when lowerContractionsToKernels would replace `op` with a kernel call.
 bool isKernelContraction(mlir::Operation* op);
 

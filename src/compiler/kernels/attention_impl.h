@@ -1,0 +1,362 @@
+// The attention kernel's body, included by each ISA TU inside its target pragma and an anonymous
+// namespace, after the headers below: vectors are clang vector types of W floats, which each TU
+// compiles for its ISA.
+//   <omp.h> <algorithm> <cmath> <cstdint> <cstring> <limits> <vector> "compiler/kernels/attention.h"
+
+template <int W>
+struct Attention {
+  typedef float F __attribute__((vector_size(W * 4), aligned(4)));
+  typedef int32_t I __attribute__((vector_size(W * 4), aligned(4)));
+  typedef uint16_t H __attribute__((vector_size(W * 2), aligned(2)));
+  static constexpr int64_t kKeys = 64;  // keys per block, a multiple of W
+  static constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+
+  static F load(const float* p) {
+    F v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(float* p, F v) { std::memcpy(p, &v, sizeof v); }
+  static F splat(float x) { return F{} + x; }
+  static float sum(F v) {
+    float s = 0;
+    for (int i = 0; i < W; ++i) s += v[i];
+    return s;
+  }
+  static float max(F v) {
+    float m = v[0];
+    for (int i = 1; i < W; ++i) m = std::max(m, v[i]);
+    return m;
+  }
+  // e^x for x <= 88 (Cephes' polynomial on x - n ln 2); x below -87 gives about 1e-38, not 0.
+  static F exp(F x) {
+    x = __builtin_elementwise_max(x, splat(-87.3f));
+    const F n = __builtin_elementwise_roundeven(x * 1.44269504088896341f);
+    F r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    F p = splat(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const I e = (__builtin_convertvector(n, I) + 127) << 23;
+    return p * __builtin_bit_cast(F, e);
+  }
+
+  static float bf16ToF32(uint16_t h) {
+    const uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  static uint16_t f32ToBf16(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
+    bits += 0x7fffu + ((bits >> 16) & 1);
+    return static_cast<uint16_t>(bits >> 16);
+  }
+  // dst[0..hd) = src[0..hd) * mul (f32 or bf16), dst[hd..pad) = 0.
+  static void loadRow(const void* base, bool bf16, int64_t at, float* dst, int64_t hd, int64_t pad, float mul) {
+    if (bf16) {
+      const uint16_t* s = static_cast<const uint16_t*>(base) + at;
+      int64_t d = 0;
+      for (; d + W <= hd; d += W) {
+        H h;
+        std::memcpy(&h, s + d, sizeof h);
+        const I bits = __builtin_convertvector(h, I) << 16;
+        store(dst + d, __builtin_bit_cast(F, bits) * mul);
+      }
+      for (; d < hd; ++d) dst[d] = bf16ToF32(s[d]) * mul;
+    } else {
+      const float* s = static_cast<const float*>(base) + at;
+      for (int64_t d = 0; d < hd; ++d) dst[d] = s[d] * mul;
+    }
+    for (int64_t d = hd; d < pad; ++d) dst[d] = 0;
+  }
+
+  struct Scratch {
+    std::vector<float> q, qt, o, ot, s, kr, v, m, l, corr;
+    std::vector<int32_t> lo, hi;
+  };
+
+  // One task: the queries [i0, i0 + bq) of every head of key head `kh` in batch (b0, b1): `rows`
+  // (query, head) rows, padded to `rp` (a multiple of W) for the layouts that vectorize over rows
+  // (qt = Qᵀ {pad, rp}, s = Sᵀ {kKeys, rp}, so that the softmax runs down columns).
+  static uint64_t task(const radix::kernels::AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh, int64_t i0,
+                       int64_t bq, Scratch& w) {
+    const int64_t group = p.hq / p.hk, rows = group * bq, rp = (rows + W - 1) / W * W, hd = p.hd,
+                  pad = (hd + W - 1) / W * W;
+    const bool wide = rows > 4;  // else (decode) dot products of each query with the key rows
+    w.q.assign(rows * pad, 0.0f);
+    if (wide) w.qt.assign(pad * rp, 0.0f);
+    if (wide)
+      w.ot.assign(pad * rp, 0.0f);
+    else
+      w.o.assign(rows * pad, 0.0f);
+    w.s.assign(kKeys * rp, 0.0f);
+    w.m.assign(rp, kMinusInf);
+    w.l.assign(rp, 0.0f);
+    w.corr.assign(rp, 0.0f);
+    w.lo.assign(rp, 0);
+    w.hi.assign(rp, 0);
+    w.kr.resize(kKeys * pad);
+    w.v.resize(kKeys * pad);
+    const int64_t offset = p.offset ? *p.offset : p.nk - p.nq;
+    int64_t keyEnd = p.nk;
+    if (p.lengths)
+      keyEnd = std::min<int64_t>(keyEnd, std::max<int64_t>(0, p.lengths[b0 * p.lengthStride[0] + b1 * p.lengthStride[1]]));
+    const float qMul = p.softcap > 0 ? 1.0f : p.scale;
+    int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t g = r / bq, i = i0 + r % bq, h = kh * group + g;
+      float* qr = &w.q[r * pad];
+      loadRow(p.q, p.bf16, b0 * p.qStride[0] + b1 * p.qStride[1] + h * p.qStride[2] + i * p.qStride[3], qr, hd, pad, qMul);
+      if (wide)
+        for (int64_t d = 0; d < hd; ++d) w.qt[d * rp + r] = qr[d];
+      int64_t lo = 0, hi = keyEnd;
+      if (p.causal) {
+        hi = std::min(hi, std::max<int64_t>(0, i + offset + 1));
+        if (p.window > 0) lo = std::max<int64_t>(0, i + offset - p.window + 1);
+      }
+      if (lo >= hi) lo = hi = 0;
+      w.lo[r] = static_cast<int32_t>(lo), w.hi[r] = static_cast<int32_t>(hi);
+      if (lo < hi) first = std::min(first, lo), last = std::max(last, hi);
+    }
+    const int64_t kBase = b0 * p.kStride[0] + b1 * p.kStride[1] + kh * p.kStride[2];
+    const int64_t vBase = b0 * p.vStride[0] + b1 * p.vStride[1] + kh * p.vStride[2];
+    // f32 rows are read in place (V's when no padding is needed); bf16 ones are widened first.
+    const bool kInPlace = !p.bf16, vInPlace = !p.bf16 && pad == hd;
+    uint64_t keysRead = 0;
+    for (int64_t j0 = first; j0 < last; j0 += kKeys) {
+      const int64_t n = std::min(kKeys, last - j0);
+      keysRead += static_cast<uint64_t>(n);
+      const float* krow[kKeys];
+      const float* vrow[kKeys];
+      for (int64_t j = 0; j < n; ++j) {
+        if (kInPlace) {
+          krow[j] = static_cast<const float*>(p.k) + kBase + (j0 + j) * p.kStride[3];
+        } else {
+          loadRow(p.k, p.bf16, kBase + (j0 + j) * p.kStride[3], &w.kr[j * pad], hd, pad, 1.0f);
+          krow[j] = &w.kr[j * pad];
+        }
+        if (vInPlace) {
+          vrow[j] = static_cast<const float*>(p.v) + vBase + (j0 + j) * p.vStride[3];
+        } else {
+          loadRow(p.v, p.bf16, vBase + (j0 + j) * p.vStride[3], &w.v[j * pad], hd, pad, 1.0f);
+          vrow[j] = &w.v[j * pad];
+        }
+      }
+      if (wide) {
+        scoresWide(w, krow, n, hd, rp);
+      } else {
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            F acc = F{};
+            int64_t d = 0;
+            for (; d + W <= hd; d += W) acc += load(&w.q[r * pad + d]) * load(krow[j] + d);
+            float t = sum(acc);
+            for (; d < hd; ++d) t += w.q[r * pad + d] * krow[j][d];
+            w.s[j * rp + r] = t;
+          }
+      }
+      if (p.softcap > 0)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t r = 0; r < rows; ++r) w.s[j * rp + r] = p.softcap * std::tanh(w.s[j * rp + r] * p.scale / p.softcap);
+      softmaxColumns(w, j0, n, rp);
+      if (wide) {
+        for (int64_t r = 0; r < rp; r += W) {
+          const F c = load(&w.corr[r]);
+          for (int64_t d = 0; d < hd; ++d) store(&w.ot[d * rp + r], load(&w.ot[d * rp + r]) * c);
+        }
+        accumulateWide(w, vrow, n, hd, rp);
+      } else {
+        for (int64_t r = 0; r < rows; ++r) {
+          const float c = w.corr[r];
+          if (c == 1.0f) continue;
+          float* o = &w.o[r * pad];
+          for (int64_t d = 0; d < pad; d += W) store(o + d, load(o + d) * c);
+        }
+        accumulate(w, vrow, rows, n, pad, rp);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t g = r / bq, i = i0 + r % bq, h = kh * group + g;
+      const int64_t at = b0 * p.oStride[0] + b1 * p.oStride[1] + h * p.oStride[2] + i * p.oStride[3];
+      // A query that sees no key divides 0 by 0: NaN, as PyTorch gives.
+      const float inv = w.l[r] > 0 ? 1.0f / w.l[r] : std::numeric_limits<float>::quiet_NaN();
+      const float* o = wide ? &w.ot[r] : &w.o[r * pad];
+      const int64_t step = wide ? rp : 1;
+      if (p.bf16) {
+        uint16_t* dst = static_cast<uint16_t*>(p.out) + at;
+        for (int64_t d = 0; d < hd; ++d) dst[d] = f32ToBf16(o[d * step] * inv);
+      } else {
+        float* dst = static_cast<float*>(p.out) + at;
+        for (int64_t d = 0; d < hd; ++d) dst[d] = o[d * step] * inv;
+      }
+    }
+    return keysRead;
+  }
+
+  // Sᵀ[j][r] = K[j] · Q[r] for the n keys: four keys (broadcast) × two vectors of rows at a time.
+  static void scoresWide(Scratch& w, const float* const* krow, int64_t n, int64_t hd, int64_t rp) {
+    const float* qt = w.qt.data();
+    for (int64_t j = 0; j < n; j += 4) {
+      const int64_t nj = std::min<int64_t>(4, n - j);
+      const float* k0 = krow[j];
+      const float* k1 = krow[j + std::min<int64_t>(1, nj - 1)];
+      const float* k2 = krow[j + std::min<int64_t>(2, nj - 1)];
+      const float* k3 = krow[j + std::min<int64_t>(3, nj - 1)];
+      int64_t r = 0;
+      for (; r + 2 * W <= rp; r += 2 * W) {
+        F a00 = F{}, a01 = F{}, a10 = F{}, a11 = F{}, a20 = F{}, a21 = F{}, a30 = F{}, a31 = F{};
+        for (int64_t d = 0; d < hd; ++d) {
+          const F q0 = load(qt + d * rp + r), q1 = load(qt + d * rp + r + W);
+          const float x0 = k0[d], x1 = k1[d], x2 = k2[d], x3 = k3[d];
+          a00 += x0 * q0, a01 += x0 * q1, a10 += x1 * q0, a11 += x1 * q1;
+          a20 += x2 * q0, a21 += x2 * q1, a30 += x3 * q0, a31 += x3 * q1;
+        }
+        const F acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+        for (int64_t x = 0; x < nj; ++x) {
+          store(&w.s[(j + x) * rp + r], acc[x][0]);
+          store(&w.s[(j + x) * rp + r + W], acc[x][1]);
+        }
+      }
+      for (; r < rp; r += W) {
+        F a0 = F{}, a1 = F{}, a2 = F{}, a3 = F{};
+        for (int64_t d = 0; d < hd; ++d) {
+          const F q0 = load(qt + d * rp + r);
+          a0 += k0[d] * q0, a1 += k1[d] * q0, a2 += k2[d] * q0, a3 += k3[d] * q0;
+        }
+        const F acc[4] = {a0, a1, a2, a3};
+        for (int64_t x = 0; x < nj; ++x) store(&w.s[(j + x) * rp + r], acc[x]);
+      }
+    }
+  }
+
+  // The online softmax over keys [j0, j0 + n), W rows at a time down the columns of Sᵀ: masked
+  // scores become 0 probabilities, m and l move on, corr says how much earlier sums shrink.
+  static void softmaxColumns(Scratch& w, int64_t j0, int64_t n, int64_t rp) {
+    for (int64_t r = 0; r < rp; r += W) {
+      I lo, hi;
+      std::memcpy(&lo, &w.lo[r], sizeof lo);
+      std::memcpy(&hi, &w.hi[r], sizeof hi);
+      F mx = splat(kMinusInf);
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t at = static_cast<int32_t>(j0 + j);
+        const I valid = (lo <= at) & (hi > at);
+        mx = __builtin_elementwise_max(mx, valid ? load(&w.s[j * rp + r]) : splat(kMinusInf));
+      }
+      const F m = load(&w.m[r]);
+      const F mNew = __builtin_elementwise_max(m, mx);
+      const I none = m == splat(kMinusInf);
+      const F corr = none ? F{} : exp(m - mNew);
+      F total = F{};
+      for (int64_t j = 0; j < n; ++j) {
+        const int32_t at = static_cast<int32_t>(j0 + j);
+        const I valid = (lo <= at) & (hi > at);
+        float* s = &w.s[j * rp + r];
+        const F e = valid ? exp(load(s) - mNew) : F{};
+        store(s, e);
+        total += e;
+      }
+      store(&w.m[r], mNew);
+      store(&w.l[r], load(&w.l[r]) * corr + total);
+      store(&w.corr[r], corr);
+    }
+  }
+
+  // Oᵀ[d][r] += sum_j v[j][d] * Sᵀ[j][r]: four dims (broadcast) × two vectors of rows at a time.
+  static void accumulateWide(Scratch& w, const float* const* v, int64_t n, int64_t hd, int64_t rp) {
+    const float* s = w.s.data();
+    float* ot = w.ot.data();
+    for (int64_t d = 0; d < hd; d += 4) {
+      const int64_t nd = std::min<int64_t>(4, hd - d);
+      const int64_t d1 = d + std::min<int64_t>(1, nd - 1), d2 = d + std::min<int64_t>(2, nd - 1),
+                    d3 = d + std::min<int64_t>(3, nd - 1);
+      int64_t r = 0;
+      for (; r + 2 * W <= rp; r += 2 * W) {
+        F a00 = load(ot + d * rp + r), a01 = load(ot + d * rp + r + W), a10 = load(ot + d1 * rp + r),
+          a11 = load(ot + d1 * rp + r + W), a20 = load(ot + d2 * rp + r), a21 = load(ot + d2 * rp + r + W),
+          a30 = load(ot + d3 * rp + r), a31 = load(ot + d3 * rp + r + W);
+        for (int64_t j = 0; j < n; ++j) {
+          const F p0 = load(s + j * rp + r), p1 = load(s + j * rp + r + W);
+          const float* vj = v[j];
+          const float x0 = vj[d], x1 = vj[d1], x2 = vj[d2], x3 = vj[d3];
+          a00 += x0 * p0, a01 += x0 * p1, a10 += x1 * p0, a11 += x1 * p1;
+          a20 += x2 * p0, a21 += x2 * p1, a30 += x3 * p0, a31 += x3 * p1;
+        }
+        const F acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+        for (int64_t x = nd - 1; x >= 0; --x) store(ot + (d + x) * rp + r, acc[x][0]), store(ot + (d + x) * rp + r + W, acc[x][1]);
+      }
+      for (; r < rp; r += W) {
+        F a[4] = {load(ot + d * rp + r), load(ot + d1 * rp + r), load(ot + d2 * rp + r), load(ot + d3 * rp + r)};
+        for (int64_t j = 0; j < n; ++j) {
+          const F pj = load(s + j * rp + r);
+          a[0] += v[j][d] * pj, a[1] += v[j][d1] * pj, a[2] += v[j][d2] * pj, a[3] += v[j][d3] * pj;
+        }
+        for (int64_t x = nd - 1; x >= 0; --x) store(ot + (d + x) * rp + r, a[x]);
+      }
+    }
+  }
+
+  // o[r] += sum_j Sᵀ[j][r] * v[j] for every row, four rows × two vectors of o at a time.
+  static void accumulate(Scratch& w, const float* const* v, int64_t rows, int64_t n, int64_t pad, int64_t rp) {
+    const float* s = w.s.data();
+    for (int64_t r0 = 0; r0 < rows; r0 += 4) {
+      const int64_t nr = std::min<int64_t>(4, rows - r0);
+      float* o[4];
+      int64_t c[4];
+      for (int x = 0; x < 4; ++x) {
+        c[x] = r0 + std::min<int64_t>(x, nr - 1);
+        o[x] = &w.o[c[x] * pad];
+      }
+      int64_t d = 0;
+      for (; d + 2 * W <= pad; d += 2 * W) {
+        F a00 = load(o[0] + d), a01 = load(o[0] + d + W), a10 = load(o[1] + d), a11 = load(o[1] + d + W);
+        F a20 = load(o[2] + d), a21 = load(o[2] + d + W), a30 = load(o[3] + d), a31 = load(o[3] + d + W);
+        for (int64_t j = 0; j < n; ++j) {
+          const F v0 = load(v[j] + d), v1 = load(v[j] + d + W);
+          const float* pj = s + j * rp;
+          const float x0 = pj[c[0]], x1 = pj[c[1]], x2 = pj[c[2]], x3 = pj[c[3]];
+          a00 += x0 * v0, a01 += x0 * v1, a10 += x1 * v0, a11 += x1 * v1;
+          a20 += x2 * v0, a21 += x2 * v1, a30 += x3 * v0, a31 += x3 * v1;
+        }
+        const F acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+        for (int64_t x = nr - 1; x >= 0; --x) store(o[x] + d, acc[x][0]), store(o[x] + d + W, acc[x][1]);
+      }
+      for (; d < pad; d += W) {
+        F a[4] = {load(o[0] + d), load(o[1] + d), load(o[2] + d), load(o[3] + d)};
+        for (int64_t j = 0; j < n; ++j) {
+          const F vj = load(v[j] + d);
+          for (int x = 0; x < 4; ++x) a[x] += s[j * rp + c[x]] * vj;
+        }
+        for (int64_t x = nr - 1; x >= 0; --x) store(o[x] + d, a[x]);
+      }
+    }
+  }
+
+  static uint64_t run(const radix::kernels::AttentionProblem& p, int threads) {
+    const int64_t group = p.hq / p.hk;
+    // About 64 rows (query × head of the group) a task; decode (one query) is one task per key head.
+    const int64_t bq = std::clamp<int64_t>(64 / group, 1, p.nq);
+    const int64_t blocks = (p.nq + bq - 1) / bq;
+    const int64_t tasks = p.batch[0] * p.batch[1] * p.hk * blocks;
+    uint64_t keysRead = 0;
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : keysRead)
+    {
+      Scratch w;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < tasks; ++t) {
+        // Later query blocks see more keys under a causal mask: they go first.
+        const int64_t block = blocks - 1 - t % blocks, rest = t / blocks;
+        const int64_t kh = rest % p.hk, b = rest / p.hk;
+        const int64_t i0 = block * bq;
+        keysRead += task(p, b / p.batch[1], b % p.batch[1], kh, i0, std::min(bq, p.nq - i0), w);
+      }
+    }
+    return keysRead;
+  }
+};

@@ -1,0 +1,173 @@
+// After bufferization: calls of nn::sdpa's function (marked radix.kernel = "attention", its body
+// the reference composition) become calls of radix_kernel_attention with one int64 array of
+// pointers, shapes, strides and options (attention.h). The marked function is kept where a call
+// does not fit (a layout the kernel does not take), so the composition runs there.
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "compiler/kernels/attention.h"
+#include "compiler/kernels/lower.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+
+namespace radix::kernels {
+
+namespace {
+
+constexpr const char* kAttentionSymbol = "radix_kernel_attention";
+
+AttentionIsa attentionIsaOf(const KernelTarget& t) {
+  std::string error;
+  const llvm::Triple triple(t.triple);
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target || triple.getArch() != llvm::Triple::x86_64) return AttentionIsa::x86_64;
+  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, t.cpu, t.features));
+  if (!info) return AttentionIsa::x86_64;
+  if (info->checkFeatures("+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c")) return AttentionIsa::avx512;
+  if (info->checkFeatures("+avx2,+fma,+f16c")) return AttentionIsa::avx2;
+  return AttentionIsa::x86_64;
+}
+
+std::optional<int64_t> intOption(mlir::DictionaryAttr options, llvm::StringRef name) {
+  auto a = options ? mlir::dyn_cast_or_null<mlir::IntegerAttr>(options.get(name)) : nullptr;
+  if (!a) return std::nullopt;
+  return a.getInt();
+}
+
+std::optional<double> floatOption(mlir::DictionaryAttr options, llvm::StringRef name) {
+  auto a = options ? mlir::dyn_cast_or_null<mlir::FloatAttr>(options.get(name)) : nullptr;
+  if (!a) return std::nullopt;
+  return a.getValueAsDouble();
+}
+
+// The int64 argument array of one call, with -1 where a buffer's address goes; nullopt when the
+// function's options or buffers are not what the kernel takes.
+struct Planned {
+  std::vector<int64_t> values;
+  std::vector<int> buffers;  // argument slot of each call operand's base (offset at slot + 1)
+};
+
+std::optional<Planned> planFor(mlir::func::CallOp call, mlir::func::FuncOp callee) {
+  auto options = callee->getAttrOfType<mlir::DictionaryAttr>("radix.kernel_options");
+  if (!options || callee.getNumResults() != 0) return std::nullopt;
+  const char* names[] = {"causal", "window", "offset", "lengths", "dtype", "hq", "hk", "nq", "nk", "hd",
+                         "b0", "b1", "q_b0", "k_b0", "v_b0", "q_b1", "k_b1", "v_b1", "len_b0", "len_b1",
+                         "q_h", "q_s", "k_h", "k_s"};
+  llvm::StringMap<int64_t> o;
+  for (const char* n : names) {
+    auto v = intOption(options, n);
+    if (!v) return std::nullopt;
+    o[n] = *v;
+  }
+  auto scale = floatOption(options, "scale"), softcap = floatOption(options, "softcap");
+  if (!scale || !softcap) return std::nullopt;
+  const bool hasOffset = o["offset"] != 0, hasLengths = o["lengths"] != 0;
+  const unsigned expected = 3 + (hasOffset ? 1 : 0) + (hasLengths ? 1 : 0) + 1;
+  if (call.getNumOperands() != expected || call.getNumResults() != 0) return std::nullopt;
+  const bool bf16 = o["dtype"] == 2;
+  for (unsigned i = 0; i < expected; ++i) {
+    auto type = mlir::dyn_cast<mlir::MemRefType>(call.getOperand(i).getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity()) return std::nullopt;
+    const bool tensor = i < 3 || i == expected - 1;
+    mlir::Type e = type.getElementType();
+    if (tensor ? !(bf16 ? e.isBF16() : e.isF32()) : !e.isInteger(32)) return std::nullopt;
+    if (!tensor && type.getRank() > 1) return std::nullopt;
+  }
+  Planned p;
+  p.values.assign(kAttnArgCount, 0);
+  auto& v = p.values;
+  p.buffers = {kAttnQ, kAttnK, kAttnV};
+  if (hasOffset) p.buffers.push_back(kAttnOffset);
+  if (hasLengths) p.buffers.push_back(kAttnLengths);
+  p.buffers.push_back(kAttnOut);
+  v[kAttnDtype] = bf16 ? 2 : 0;
+  v[kAttnBatch] = o["b0"], v[kAttnBatch + 1] = o["b1"];
+  v[kAttnHq] = o["hq"], v[kAttnHk] = o["hk"], v[kAttnNq] = o["nq"], v[kAttnNk] = o["nk"], v[kAttnHd] = o["hd"];
+  const int64_t q[4] = {o["q_b0"], o["q_b1"], o["q_h"], o["q_s"]};
+  const int64_t kv[4] = {o["k_b0"], o["k_b1"], o["k_h"], o["k_s"]};
+  for (int i = 0; i < 4; ++i) {
+    v[kAttnQStrides + i] = q[i], v[kAttnOutStrides + i] = q[i];
+    v[kAttnKStrides + i] = kv[i], v[kAttnVStrides + i] = kv[i];
+  }
+  v[kAttnLengthStrides] = o["len_b0"], v[kAttnLengthStrides + 1] = o["len_b1"];
+  v[kAttnCausal] = o["causal"], v[kAttnWindow] = o["window"];
+  std::memcpy(&v[kAttnScale], &*scale, 8);
+  std::memcpy(&v[kAttnSoftcap], &*softcap, 8);
+  return p;
+}
+
+mlir::func::FuncOp kernelDecl(mlir::ModuleOp module) {
+  if (auto f = module.lookupSymbol<mlir::func::FuncOp>(kAttentionSymbol)) return f;
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto f = mlir::func::FuncOp::create(b, module.getLoc(), kAttentionSymbol, b.getFunctionType({b.getI64Type()}, {}));
+  f.setPrivate();
+  return f;
+}
+
+void emitCall(mlir::func::CallOp call, Planned plan, mlir::func::FuncOp decl, AttentionIsa isa, int threads) {
+  plan.values[kAttnThreads] = threads;
+  plan.values[kAttnIsa] = static_cast<int64_t>(isa);
+  auto fn = call->getParentOfType<mlir::func::FuncOp>();
+  mlir::OpBuilder b(call);
+  const mlir::Location loc = call.getLoc();
+  mlir::Value array;
+  {
+    mlir::OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&fn.getBody().front());
+    array = mlir::memref::AllocaOp::create(b, loc, mlir::MemRefType::get({kAttnArgCount}, b.getI64Type()));
+  }
+  auto toI64 = [&](mlir::Value index) {
+    return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
+  };
+  std::vector<mlir::Value> dynamic(kAttnArgCount);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    mlir::Value buffer = call.getOperand(static_cast<unsigned>(i));
+    auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+    dynamic[plan.buffers[i]] = toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer).getResult());
+    dynamic[plan.buffers[i] + 1] = toI64(meta.getOffset());
+  }
+  for (int i = 0; i < kAttnArgCount; ++i) {
+    mlir::Value value = dynamic[i] ? dynamic[i] : mlir::arith::ConstantIntOp::create(b, loc, plan.values[i], 64).getResult();
+    mlir::Value at = mlir::arith::ConstantIndexOp::create(b, loc, i);
+    mlir::memref::StoreOp::create(b, loc, value, array, mlir::ValueRange{at});
+  }
+  mlir::Value address = toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array).getResult());
+  mlir::func::CallOp::create(b, loc, decl, mlir::ValueRange{address});
+  call.erase();
+}
+
+}  // namespace
+
+int attentionIsaFor(const KernelTarget& target) { return static_cast<int>(attentionIsaOf(target)); }
+
+int lowerAttentionToKernels(mlir::ModuleOp module, const KernelTarget& target) {
+  std::vector<std::pair<mlir::func::CallOp, Planned>> found;
+  std::vector<mlir::func::FuncOp> marked;
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
+    auto kind = fn->getAttrOfType<mlir::StringAttr>("radix.kernel");
+    if (kind && kind.getValue() == "attention") marked.push_back(fn);
+  }
+  if (marked.empty()) return 0;
+  module.walk([&](mlir::func::CallOp call) {
+    auto callee = module.lookupSymbol<mlir::func::FuncOp>(call.getCallee());
+    if (!callee || std::find(marked.begin(), marked.end(), callee) == marked.end()) return;
+    if (auto plan = planFor(call, callee)) found.emplace_back(call, std::move(*plan));
+  });
+  if (!found.empty()) {
+    const AttentionIsa isa = attentionIsaOf(target);
+    mlir::func::FuncOp decl = kernelDecl(module);
+    for (auto& [call, plan] : found) emitCall(call, plan, decl, isa, target.threads);
+  }
+  for (mlir::func::FuncOp fn : marked)
+    if (mlir::SymbolTable::symbolKnownUseEmpty(fn, module)) fn.erase();
+  return static_cast<int>(found.size());
+}
+
+}  // namespace radix::kernels
