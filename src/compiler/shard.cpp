@@ -255,9 +255,34 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
   }
 
   mlir::OpBuilder b(ctx);
-  b.setInsertionPointToStart(module.getBody());
-  auto grid = mlir::shard::GridOp::create(b, module.getLoc(), kGrid, llvm::ArrayRef<int64_t>{numPartitions});
-  grid.setPrivate();
+  CollectiveLowering lowering(module, numPartitions);
+  // Explicit collectives (radix/collectives.h) make per-process code, as shard_map does: nothing
+  // to partition (the partitioner knows no collective ops), only the collectives to lower.
+  bool explicitCollectives = false;
+  main.walk([&](mlir::Operation* op) {
+    explicitCollectives |= op->getDialect() && op->getDialect()->getNamespace() == "shard";
+  });
+  if (explicitCollectives) {
+    auto refuse = [](const std::vector<Shape>& shapes, const char* what) {
+      for (size_t i = 0; i < shapes.size(); ++i)
+        if (shapes[i].shardingMask() != 0)
+          throw Error(std::string("[compile] explicit collectives (allReduce, allGather, ...) are for per-process "
+                                  "code, whose arguments and results are not sharded: ") +
+                      what + " " + std::to_string(i) + " is " + shapes[i].str() + " sharded");
+    };
+    refuse(signature.argShapes, "argument");
+    refuse(signature.resultShapes, "result");
+    lowering.run(main);
+    if (auto grid = module.lookupSymbol<mlir::shard::GridOp>(kGrid)) grid->erase();
+    runPipeline("canonicalize,cse", "collective cleanup");
+    return;
+  }
+  auto grid = module.lookupSymbol<mlir::shard::GridOp>(kGrid);
+  if (!grid) {
+    b.setInsertionPointToStart(module.getBody());
+    grid = mlir::shard::GridOp::create(b, module.getLoc(), kGrid, llvm::ArrayRef<int64_t>{numPartitions});
+    grid.setPrivate();
+  }
 
   mlir::Block& entry = main.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -285,7 +310,7 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
       throw Error("[compile] lowering shard.all_slice did not converge");
   }
   main = module.lookupSymbol<mlir::func::FuncOp>(kMain);
-  CollectiveLowering(module, numPartitions).run(main);
+  lowering.run(main);
   grid->erase();
   std::string leftover;
   module.walk([&](mlir::Operation* op) {

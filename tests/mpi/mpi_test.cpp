@@ -5,7 +5,9 @@
 #include <radix/radix.h>
 #include <radix/testing.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -198,4 +200,70 @@ TEST(Mpi, ModuleAttributes) {
   std::vector<float> want = values(4 * n, 1), xv = values(4 * n, 2);
   for (size_t i = 0; i < want.size(); ++i) want[i] += xv[i];
   expectEqual(exe(w, x).toVector<float>(), want, "add");
+}
+
+// Per-process code (shard_map style): every rank holds its own {rows, cols} values, unsharded.
+struct CollectiveCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> fn;
+  // The expected result on rank r from all ranks' inputs.
+  std::function<std::vector<float>(const std::vector<std::vector<float>>&, int r)> expect;
+};
+
+TEST(Mpi, ExplicitCollectives) {
+  const int n = world();
+  const Platform g = grid();
+  const int me = g.partitionIndex();
+  const int64_t R = 2 * n, C = 3;
+  std::vector<std::vector<float>> all;
+  for (int r = 0; r < n; ++r) all.push_back(values(R * C, 10 + r));
+  auto reduce = [](const std::vector<std::vector<float>>& a, auto op) {
+    std::vector<float> out = a[0];
+    for (size_t r = 1; r < a.size(); ++r)
+      for (size_t i = 0; i < out.size(); ++i) out[i] = op(out[i], a[r][i]);
+    return out;
+  };
+  auto plus = [](float a, float b) { return a + b; };
+  const std::vector<CollectiveCase> cases = {
+      {"allReduce_sum", [](const Tensor& x) { return radix::allReduce(x); },
+       [&](const auto& a, int) { return reduce(a, plus); }},
+      {"allReduce_max", [](const Tensor& x) { return radix::allReduce(x, radix::ReduceOp::max); },
+       [&](const auto& a, int) { return reduce(a, [](float x, float y) { return std::max(x, y); }); }},
+      {"allReduce_min_in_call",
+       [](const Tensor& x) { return radix::call("reduce_min", [](const Tensor& t) { return radix::allReduce(t, radix::ReduceOp::min); }, x); },
+       [&](const auto& a, int) { return reduce(a, [](float x, float y) { return std::min(x, y); }); }},
+      {"allGather_axis1", [](const Tensor& x) { return radix::allGather(x, 1); },
+       [&](const auto& a, int) {
+         std::vector<float> out;
+         for (int64_t i = 0; i < R; ++i)
+           for (int r = 0; r < n; ++r)
+             for (int64_t j = 0; j < C; ++j) out.push_back(a[r][i * C + j]);
+         return out;
+       }},
+      {"reduceScatter_axis0", [](const Tensor& x) { return radix::reduceScatter(x, 0); },
+       [&](const auto& a, int r) { return rows(reduce(a, plus), C, r * (R / n), (r + 1) * (R / n)); }},
+      {"allToAll_0_to_1", [](const Tensor& x) { return radix::allToAll(x, 0, 1); },
+       [&](const auto& a, int r) {  // block r of every rank's rows, side by side in rank order
+         std::vector<float> out;
+         const int64_t b = R / n;
+         for (int64_t i = 0; i < b; ++i)
+           for (int q = 0; q < n; ++q)
+             for (int64_t j = 0; j < C; ++j) out.push_back(a[q][(r * b + i) * C + j]);
+         return out;
+       }},
+  };
+  Tensor x = Tensor::fromValues(g, Shape({R, C}, DType::f32), all[me]);
+  for (const CollectiveCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto fn = c.fn;
+    Tensor y = radix::compile(g, [fn](const Tensor& x) { return fn(x); }, x)(x);
+    expectEqual(y.toVector<float>(), c.expect(all, me), c.name);
+  }
+  // On one process each collective is the identity.
+  Tensor one = Tensor::fromValues(Platform::cpu(), Shape({R, C}, DType::f32), all[me]);
+  auto gathered = radix::compile(Platform::cpu(), [](const Tensor& x) { return radix::allGather(x, 0); }, one)(one);
+  expectEqual(gathered.toVector<float>(), all[me], "identity");
+  EXPECT_NE(errorOf([&] { radix::compile(g, [](const Tensor& x) { return radix::reduceScatter(x, 1); }, x); })
+                .find("[reduceScatter]"),
+            std::string::npos);
 }
