@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -234,6 +236,60 @@ class CollectiveLowering {
   int counter_ = 0;
 };
 
+// For each group of a reshape's reassociation, the one dim of the group that carries the other
+// side's size (the rest are unit dims); nullopt for a reshape that moves data.
+std::optional<std::vector<int64_t>> unitDimPicks(llvm::ArrayRef<int64_t> small, llvm::ArrayRef<int64_t> big,
+                                                 llvm::ArrayRef<mlir::ReassociationIndices> groups) {
+  std::vector<int64_t> picks;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    int64_t pick = -1;
+    for (int64_t j : groups[i]) {
+      if (big[j] == small[i] && pick < 0) pick = j;
+      else if (big[j] != 1) return std::nullopt;
+    }
+    if (pick < 0) return std::nullopt;
+    picks.push_back(pick);
+  }
+  return picks;
+}
+
+/// Reshapes that only add or drop unit dims (keepdim reductions, broadcasts) become copies as
+/// linalg.generic, which has the sharding interface that tensor reshapes lack.
+void unitReshapesToGenerics(mlir::func::FuncOp fn) {
+  std::vector<mlir::Operation*> reshapes;
+  fn.walk([&](mlir::Operation* op) {
+    if (mlir::isa<mlir::tensor::ExpandShapeOp, mlir::tensor::CollapseShapeOp>(op)) reshapes.push_back(op);
+  });
+  mlir::OpBuilder b(fn.getContext());
+  for (mlir::Operation* op : reshapes) {
+    const bool expand = mlir::isa<mlir::tensor::ExpandShapeOp>(op);
+    auto src = mlir::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+    auto dst = mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (!src.hasStaticShape() || !dst.hasStaticShape()) continue;
+    auto groups = expand ? mlir::cast<mlir::tensor::ExpandShapeOp>(op).getReassociationIndices()
+                         : mlir::cast<mlir::tensor::CollapseShapeOp>(op).getReassociationIndices();
+    mlir::RankedTensorType big = expand ? dst : src, small = expand ? src : dst;
+    auto picks = unitDimPicks(small.getShape(), big.getShape(), groups);
+    if (!picks) continue;
+    const unsigned loops = static_cast<unsigned>(big.getRank());
+    std::vector<mlir::AffineExpr> exprs;
+    for (int64_t j : *picks) exprs.push_back(b.getAffineDimExpr(static_cast<unsigned>(j)));
+    auto smallMap = mlir::AffineMap::get(loops, 0, exprs, b.getContext());
+    auto bigMap = b.getMultiDimIdentityMap(loops);
+    b.setInsertionPoint(op);
+    mlir::Value init = mlir::tensor::EmptyOp::create(b, op->getLoc(), dst.getShape(), dst.getElementType());
+    std::vector<mlir::utils::IteratorType> iterators(loops, mlir::utils::IteratorType::parallel);
+    auto generic = mlir::linalg::GenericOp::create(
+        b, op->getLoc(), mlir::TypeRange{dst}, mlir::ValueRange{op->getOperand(0)}, mlir::ValueRange{init},
+        llvm::ArrayRef<mlir::AffineMap>{expand ? smallMap : bigMap, expand ? bigMap : smallMap}, iterators,
+        [](mlir::OpBuilder& nb, mlir::Location loc, mlir::ValueRange args) {
+          mlir::linalg::YieldOp::create(nb, loc, args[0]);
+        });
+    op->getResult(0).replaceAllUsesWith(generic.getResult(0));
+    op->erase();
+  }
+}
+
 }  // namespace
 
 void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, int numPartitions,
@@ -255,6 +311,7 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
   }
 
   mlir::OpBuilder b(ctx);
+  unitReshapesToGenerics(main);
   CollectiveLowering lowering(module, numPartitions);
   // Explicit collectives (radix/collectives.h) make per-process code, as shard_map does: nothing
   // to partition (the partitioner knows no collective ops), only the collectives to lower.

@@ -267,3 +267,45 @@ TEST(Mpi, ExplicitCollectives) {
                 .find("[reduceScatter]"),
             std::string::npos);
 }
+
+// Self-attention with heads split over the partitions (q, k, v column-parallel by head, the output
+// projection row-parallel: one all-reduce), a residual, then a Megatron MLP (a second all-reduce).
+struct Block {
+  Tensor wq, wk, wv, wo, w1, w2;
+  Tensor forward(const Tensor& x) const {
+    Tensor q = x.dot(wq, {"d"});                             // {s, h, e}
+    Tensor k = x.dot(wk, {"d"}).rename({{"s", "t"}});        // {t, h, e}
+    Tensor v = x.dot(wv, {"d"}).rename({{"s", "t"}});
+    Tensor p = q.dot(k, {"e"}).mulConstant(0.5).softmax("t");  // {h, s, t}
+    Tensor o = p.dot(v, {"t"});                              // {h, s, e}
+    Tensor y = o.dot(wo, {"h", "e"}).add(x);                 // {s, d}
+    return y.dot(w1, {"d"}).relu().dot(w2, {"f"}).add(y);
+  }
+};
+
+TEST(Mpi, TransformerBlockShardedHeads) {
+  const int n = world();
+  const Platform g = grid();
+  const int64_t S = 5, D = 8, H = 2 * n, E = 4, F = 4 * n;
+  auto make = [&](const Platform& p, bool shard) {
+    auto t = [&](std::vector<int64_t> dims, std::vector<radix::Tag> tags, radix::Tag split, int seed) {
+      Shape s = Shape(dims, DType::f32).withTags(tags);
+      if (shard) s = s.withSharding({split});
+      return Tensor::fromValues(p, s, values(s.count(), seed));
+    };
+    return Block{t({D, H, E}, {"d", "h", "e"}, "h", 20), t({D, H, E}, {"d", "h", "e"}, "h", 21),
+                 t({D, H, E}, {"d", "h", "e"}, "h", 22), t({H, E, D}, {"h", "e", "d"}, "h", 23),
+                 t({D, F}, {"d", "f"}, "f", 24),       t({F, D}, {"f", "d"}, "f", 25)};
+  };
+  const Shape xs = Shape({S, D}, DType::f32).withTags({"s", "d"});
+  Block one = make(Platform::cpu(), false);
+  Tensor x1 = Tensor::fromValues(Platform::cpu(), xs, values(S * D, 26));
+  const auto want = radix::compile(Platform::cpu(), &Block::forward, one, x1)(one, x1).toVector<float>();
+  Block tp = make(g, true);
+  EXPECT_EQ(tp.wq.localShape().dims(), (std::vector<int64_t>{D, 2, E}));
+  EXPECT_EQ(tp.wo.localShape().dims(), (std::vector<int64_t>{2, E, D}));
+  Tensor x = Tensor::fromValues(g, xs, values(S * D, 26));
+  Tensor y = radix::compile(g, &Block::forward, tp, x)(tp, x);
+  EXPECT_EQ(y.localShape().dims(), (std::vector<int64_t>{S, D}));
+  radix::testing::expectClose(y, want, 1e-5);  // softmax: exp and division are not exact
+}
