@@ -16,10 +16,12 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Transforms.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
@@ -290,6 +292,65 @@ void unitReshapesToGenerics(mlir::func::FuncOp fn) {
   }
 }
 
+// The constant a value is filled with (linalg.fill of a constant into tensor.empty), or null.
+mlir::Attribute fillConstant(mlir::Value v) {
+  auto fill = v.getDefiningOp<mlir::linalg::FillOp>();
+  if (!fill || !fill.getOutputs()[0].getDefiningOp<mlir::tensor::EmptyOp>()) return {};
+  mlir::Attribute a;
+  if (!mlir::matchPattern(fill.getInputs()[0], mlir::m_Constant(&a))) return {};
+  return a;
+}
+
+/// A split reduction's destination is its init on partition 0 and the neutral element elsewhere
+/// (scf.if on the partition index). When the init is itself that neutral fill, both branches fill
+/// alike: one fill before the branch, so that the contraction keeps a plain zero init (and its
+/// fast kernel).
+void foldEqualFillBranches(mlir::func::FuncOp fn) {
+  std::vector<mlir::scf::IfOp> ifs;
+  fn.walk([&](mlir::scf::IfOp op) { ifs.push_back(op); });
+  mlir::OpBuilder b(fn.getContext());
+  for (mlir::scf::IfOp op : ifs) {
+    if (op.getNumResults() == 0 || op.getElseRegion().empty()) continue;
+    auto thenYield = op.thenYield(), elseYield = op.elseYield();
+    bool equal = true;
+    for (unsigned i = 0; i < op.getNumResults() && equal; ++i) {
+      mlir::Attribute a = fillConstant(thenYield.getOperand(i)), e = fillConstant(elseYield.getOperand(i));
+      equal = a && a == e && thenYield.getOperand(i).getType() == elseYield.getOperand(i).getType();
+    }
+    if (!equal) continue;
+    b.setInsertionPoint(op);
+    for (unsigned i = 0; i < op.getNumResults(); ++i) {
+      auto type = mlir::cast<mlir::RankedTensorType>(op.getResult(i).getType());
+      mlir::Value scalar = mlir::arith::ConstantOp::create(b, op.getLoc(), mlir::cast<mlir::TypedAttr>(fillConstant(thenYield.getOperand(i))));
+      mlir::Value empty = mlir::tensor::EmptyOp::create(b, op.getLoc(), type.getShape(), type.getElementType());
+      op.getResult(i).replaceAllUsesWith(
+          mlir::linalg::FillOp::create(b, op.getLoc(), mlir::ValueRange{scalar}, mlir::ValueRange{empty}).getResult(0));
+    }
+    op->erase();
+  }
+}
+
+/// The copies that keep elementwise producers out of contractions (src/ops/contract.cpp), put
+/// back after partitioning: fused, a contraction would miss its kernel.
+void copyContractionOperands(mlir::func::FuncOp fn) {
+  std::vector<mlir::linalg::LinalgOp> contractions;
+  fn.walk([&](mlir::linalg::LinalgOp op) {
+    if (op.getNumReductionLoops() > 0 && op.hasPureTensorSemantics()) contractions.push_back(op);
+  });
+  mlir::OpBuilder b(fn.getContext());
+  for (mlir::linalg::LinalgOp op : contractions) {
+    for (mlir::OpOperand* in : op.getDpsInputOperands()) {
+      auto producer = in->get().getDefiningOp<mlir::linalg::LinalgOp>();
+      auto type = mlir::dyn_cast<mlir::RankedTensorType>(in->get().getType());
+      if (!producer || producer.getNumReductionLoops() > 0 || mlir::isa<mlir::linalg::FillOp>(producer) || !type ||
+          type.getNumElements() == 0)
+        continue;
+      b.setInsertionPoint(op);
+      in->set(mlir::bufferization::AllocTensorOp::create(b, op->getLoc(), type, mlir::ValueRange{}, in->get()).getResult());
+    }
+  }
+}
+
 }  // namespace
 
 void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, int numPartitions,
@@ -367,6 +428,8 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
       throw Error("[compile] lowering shard.all_slice did not converge");
   }
   main = module.lookupSymbol<mlir::func::FuncOp>(kMain);
+  foldEqualFillBranches(main);
+  copyContractionOperands(main);
   lowering.run(main);
   grid->erase();
   std::string leftover;
