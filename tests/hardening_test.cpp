@@ -228,9 +228,10 @@ std::vector<Row> optionRows() {
       {"optLevel_out_of_range", options([](radix::CompileOptions& o) { o.optLevel = 7; }), "[platform]", "got 7"},
       {"numPartitions_INT_MAX", sharding(INT_MAX), "[platform]", "2147483647"},
       {"numPartitions_zero", sharding(0), "[platform]", "numPartitions"},
+      {"numPartitions_outside_mpirun", sharding(2), "[platform]", "run under mpirun -np 2"},
       {"partitions_do_not_divide_the_sharded_axis", [] {
          auto fn = [](const Tensor& x) { return x.addConstant(1); };
-         radix::compile(cpu().withSharding({.numReplicas = 1, .numPartitions = 4}), fn,
+         radix::compile(cpu().withSharding({.numReplicas = 1, .numPartitions = 4, .enabled = false}), fn,
                         Tensor(Shape({3, 8}, DType::f32).withSharding({0})));
        }, "[compile]", "axis 0 of size 3 is sharded over 4 partitions"},
   };

@@ -17,7 +17,10 @@ enum class Memory : uint8_t { device, hostPinned, hostUnpinned };
 std::string_view memoryKindName(Memory memory);
 
 /// How a program is partitioned across devices (the seed's Platform.sharding()). Each count is
-/// 1..kMaxDevices; a sharded axis must be divisible by numPartitions.
+/// 1..kMaxDevices; a sharded axis must be divisible by numPartitions. With enabled and
+/// numPartitions x numReplicas > 1, each device is one MPI process (docs/sharding.md): run under
+/// `mpirun -np numPartitions*numReplicas`. The grid is row-major (replica, partition): the
+/// program is partitioned over the numPartitions processes of each replica.
 struct Sharding {
   static constexpr int kMaxDevices = 1 << 16;
   int numReplicas = 1;
@@ -73,8 +76,17 @@ class Platform {
   std::string_view target() const;
   /// The sharding configuration: numReplicas, numPartitions, enabled.
   const Sharding& sharding() const;
-  /// A copy with another sharding: cpu.withSharding({.numPartitions = 4})
+  /// A copy with another sharding: cpu.withSharding({.numPartitions = 4}) under mpirun -np 4.
+  /// With enabled and more than one device it initializes MPI (once per process; finalized at
+  /// exit) and throws radix::Error("[platform] ...") when not run under mpirun, or when the world
+  /// size differs from numPartitions x numReplicas.
   Platform withSharding(Sharding sharding) const;
+  /// This process's rank among the processes of the job (0 without mpirun): cpu.processIndex() -> 1
+  int processIndex() const;
+  /// The number of processes of the job (1 without mpirun): cpu.processCount() -> 2
+  int processCount() const;
+  /// This process's partition index, rank % numPartitions: 0 on an unsharded platform.
+  int partitionIndex() const;
   /// The compile options used by radix::compile on this platform.
   const CompileOptions& options() const;
   /// A copy with other compile options: cpu.withOptions({.optLevel = 0}). Throws

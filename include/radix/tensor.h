@@ -70,7 +70,8 @@ class Tensor {
   /// allocating. Tensor(Shape({2,3}, DType::f32)).shape() -> {2,3}:f32
   explicit Tensor(Shape shape);
 
-  /// Copies host values into a new buffer, converting to the shape's dtype.
+  /// Copies host values into a new buffer, converting to the shape's dtype. On a platform sharded
+  /// over processes (docs/sharding.md), a shape with a sharded axis keeps only this process's shard.
   /// Tensor::fromValues(cpu, Shape({2}, DType::f16), {1, 2}) -> {2}:f16 holding 1, 2
   static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<float>& values);
   /// Same from any arithmetic host type (bool, int8..int64, uint8..uint64, double; exact for
@@ -79,6 +80,15 @@ class Tensor {
   template <class T>
     requires(std::is_arithmetic_v<T> && !std::is_same_v<T, float>)
   static Tensor fromValues(const Platform& platform, Shape shape, const std::vector<T>& values);
+  /// Binds data that exists only per process: `localValues` are this process's shard of the global
+  /// shape, whose sharded axis is split over the platform's numPartitions (rank % numPartitions
+  /// holds block rank % numPartitions). On an unsharded platform it is fromValues.
+  /// Tensor::fromShard(cpu2, Shape({8, 4}, f32).withSharding({0}), sixteenValues) -> {8,4}:f32, local {4,4}
+  static Tensor fromShard(const Platform& platform, Shape globalShape, const std::vector<float>& localValues);
+  /// Same from any arithmetic host type: fromShard(cpu2, Shape({4}, i32).withSharding({0}), std::vector<int>{1, 2})
+  template <class T>
+    requires(std::is_arithmetic_v<T> && !std::is_same_v<T, float>)
+  static Tensor fromShard(const Platform& platform, Shape globalShape, const std::vector<T>& localValues);
   /// Copies raw bytes (already in the shape's dtype, row-major) into a new buffer.
   static Tensor fromBytes(const Platform& platform, Shape shape, const void* data, size_t bytes);
   /// Binds memory the caller owns, without copying (zero-copy weights, e.g. an mmapped
@@ -106,12 +116,20 @@ class Tensor {
   const void* bufferAddress() const;
 
   /// Copies a bound tensor to the host, converting each element to T (any arithmetic type: bool,
-  /// int8..int64, uint8..uint64, float, double) as convert() would: saturating, NaN -> 0.
+  /// int8..int64, uint8..uint64, float, double) as convert() would: saturating, NaN -> 0. A tensor
+  /// sharded over processes is gathered: every process gets the global array (collective: call it
+  /// on every process of the partition group).
   /// {2}:f16 holding 1,2 .toVector<float>() -> {1.f, 2.f}
   template <class T>
   std::vector<T> toVector() const;
-  /// Raw bytes of a bound tensor in its dtype.
+  /// Raw bytes of a bound tensor in its dtype (a sharded one gathered, as toVector).
   std::vector<uint8_t> toBytes() const;
+  /// The shape of the part this process holds: the global shape, its sharded axis divided by the
+  /// number of partitions for a tensor sharded over processes. {8,4} sharded on 0 over 2 -> {4,4}
+  Shape localShape() const;
+  /// This process's shard only, converted as toVector (the whole tensor when it is not sharded).
+  template <class T>
+  std::vector<T> localToVector() const;
 
   /// Same data, new tags: {2,8}.withTags({"b","d"}) -> {b=2,d=8}
   Tensor withTags(std::initializer_list<Tag> tags) const;
@@ -596,12 +614,15 @@ struct DynSlice {
   X(unsigned short) X(unsigned int) X(unsigned long) X(unsigned long long)
 #define RADIX_HOST_TYPES(X) X(float) RADIX_HOST_TYPES_BUT_FLOAT(X)
 
-#define RADIX_EXTERN_HOST(T)                                   \
-  extern template std::vector<T> Tensor::toVector<T>() const; \
+#define RADIX_EXTERN_HOST(T)                                                                  \
+  extern template std::vector<T> Tensor::toVector<T>() const;                                \
+  extern template std::vector<T> Tensor::localToVector<T>() const;                           \
+  extern template Tensor Tensor::fromShard<T>(const Platform&, Shape, const std::vector<T>&); \
   extern template Tensor Tensor::fromValues<T>(const Platform&, Shape, const std::vector<T>&);
 RADIX_HOST_TYPES_BUT_FLOAT(RADIX_EXTERN_HOST)
 #undef RADIX_EXTERN_HOST
 extern template std::vector<float> Tensor::toVector<float>() const;
+extern template std::vector<float> Tensor::localToVector<float>() const;
 extern template std::vector<bool> Tensor::toVector<bool>() const;
 extern template Tensor Tensor::fromValues<bool>(const Platform&, Shape, const std::vector<bool>&);
 

@@ -18,6 +18,7 @@
 #include "compiler/cache.h"
 #include "compiler/kernels/lower.h"
 #include "compiler/profile_sites.h"
+#include "compiler/shard.h"
 #include "compiler/fast_ewise.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -58,6 +59,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "radix/error.h"
 #include "radix/version.h"
+#include "runtime/mpi.h"
 #include "runtime/profiler.h"
 #include "runtime/runtime.h"
 
@@ -522,8 +524,10 @@ static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
          (profileOn(o) ? "|profile" : "") + (fusedAttentionOn() ? "" : "|composed-attention");
 }
 
-CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
-                           const std::string& name, const Signature& signature) {
+namespace {
+// `object`: also return the object's bytes (sharded compiles send them to the other ranks).
+CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
+                               const std::string& name, const Signature& signature, uint64_t key, std::string* object) {
   TraceEvent total("compile");
   total.arg("name", name);
   initLlvmOnce();
@@ -537,8 +541,6 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     module->print(os, mlir::OpPrintingFlags().enableDebugInfo(true, false));
     return text;
   };
-  const std::string material = moduleText + "\n" + cacheKeyMaterial(target, options);
-  const uint64_t key = XXH64(material.data(), material.size(), 0);
 
   const std::string dumpDir = resolveDumpDir(options);
   std::string moduleDumpDir;
@@ -569,6 +571,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
       code.owner = loaded->owner;
       code.fromCache = true;
       code.resultAlias = std::move(loaded->resultAlias);
+      if (object) *object = readRegularFile((fs::path(cache->dir()) / "entry.o").string(), size_t(1) << 34).data.value_or("");
       return code;
     }
     lookup.arg("hit", "false");
@@ -617,6 +620,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
       }
     };
     runPipeline(kInlinePipeline, "canonicalization");
+    if (signature.partitions > 1) partitionForProcesses(*lowered, signature, signature.partitions, runPipeline);
     resultAlias = prepareEntry(*lowered, signature);
     retypeZeroSizeBoundaries(*lowered, resultAlias);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
@@ -650,7 +654,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     std::function<llvm::Error(llvm::Module*)> transformer =
         mlir::makeOptimizingTransformer(static_cast<unsigned>(std::clamp(options.optLevel, 0, 3)), 0, tm->get());
     eeOptions.transformer = transformer;
-    eeOptions.enableObjectDump = cache.has_value();
+    eeOptions.enableObjectDump = cache.has_value() || object;
     // The perf and GDB listeners write /tmp/.debug/jit/* for every JIT: only when asked for.
     const bool listeners = std::getenv("RADIX_JIT_LISTENERS") != nullptr;
     eeOptions.enableGDBNotificationListener = listeners;
@@ -675,11 +679,35 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     });
   }
 
+  if (object) {
+    const fs::path path = fs::temp_directory_path() / ("radix_object_" + std::to_string(::getpid()) + "_" + std::to_string(key) + ".o");
+    engine->dumpToObjectFile(path.string());
+    *object = readRegularFile(path.string(), size_t(1) << 34).data.value_or("");
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
   code.resultAlias = std::move(resultAlias);
   if (profile) code.profile = makeProfileTable(std::move(sites));
   code.lowerSeconds = lowerSeconds;
   code.owner = std::move(engine);
   return code;
+}
+}  // namespace
+
+CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
+                           const std::string& name, const Signature& signature) {
+  std::string material = moduleText + "\n" + cacheKeyMaterial(hostTarget(platform.options()), platform.options());
+  if (signature.partitions <= 1) {
+    const uint64_t key = XXH64(material.data(), material.size(), 0);
+    return compileModuleHere(module, moduleText, platform, name, signature, key, nullptr);
+  }
+  // One compile per grid and world size, on rank 0 (docs/sharding.md).
+  material += "|grid " + std::to_string(signature.partitions) + "|world " + std::to_string(mpi::worldSize());
+  const uint64_t key = XXH64(material.data(), material.size(), 0);
+  return compileOnRoot(
+      key, name,
+      [&](std::string& object) { return compileModuleHere(module, moduleText, platform, name, signature, key, &object); },
+      [&](const std::vector<int32_t>& alias) { return entryKeyText(key, alias); });
 }
 
 // ---- targets ----

@@ -7,6 +7,7 @@
 #include "compiler/compiler.h"
 #include "compiler/kernels/packed.h"
 #include "radix/detail/visit.h"
+#include "runtime/mpi.h"
 #include "runtime/profiler.h"
 #include "runtime/runtime.h"
 
@@ -26,9 +27,37 @@ Platform Platform::withSharding(Sharding sharding) const {
       sharding.numPartitions > Sharding::kMaxDevices)
     throw Error("[platform] numReplicas and numPartitions must be in 1.." + std::to_string(Sharding::kMaxDevices) +
                 ", got " + std::to_string(sharding.numReplicas) + " and " + std::to_string(sharding.numPartitions));
+  if (sharding.enabled && static_cast<int64_t>(sharding.numPartitions) * sharding.numReplicas > 1) {
+    const int64_t devices = static_cast<int64_t>(sharding.numPartitions) * sharding.numReplicas;
+    const std::string counts = "numPartitions = " + std::to_string(sharding.numPartitions) + " x numReplicas = " +
+                               std::to_string(sharding.numReplicas);
+    if (!detail::mpi::launched())
+      throw Error("[platform] " + counts + " needs " + std::to_string(devices) +
+                  " processes, one per device: run under mpirun -np " + std::to_string(devices) +
+                  " (this process was not started by mpirun)");
+    detail::mpi::initialize();
+    if (detail::mpi::worldSize() != devices)
+      throw Error("[platform] " + counts + " = " + std::to_string(devices) + " devices, but mpirun started " +
+                  std::to_string(detail::mpi::worldSize()) + " processes: run mpirun -np " + std::to_string(devices));
+    detail::mpi::setupGrid(sharding.numReplicas, sharding.numPartitions);
+  }
   auto s = std::make_shared<detail::PlatformState>(*state_);
   s->sharding = sharding;
   return Platform(std::move(s));
+}
+
+int Platform::processIndex() const {
+  if (detail::mpi::launched()) detail::mpi::initialize();
+  return detail::mpi::worldRank();
+}
+
+int Platform::processCount() const {
+  if (detail::mpi::launched()) detail::mpi::initialize();
+  return detail::mpi::worldSize();
+}
+
+int Platform::partitionIndex() const {
+  return detail::shardedAcrossProcesses(*this) ? detail::mpi::partitionIndex(state_->sharding.numPartitions) : 0;
 }
 
 Platform Platform::withOptions(CompileOptions options) const {
@@ -117,6 +146,12 @@ class CpuExecutable final : public Executable {
                     " was donated to a result of an earlier call (reuseBuffer): its buffer now belongs to that result");
       if (!t.shape().sameDimsAndDtype(sig.argShapes[a]))
         throw Error("[exe] " + leafPath(i) + " is " + t.shape().str() + ", compiled for " + sig.argShapes[a].str());
+      if (const int want = partitionsOf(sig.argShapes[a]); buffer->partitions != want)
+        throw Error("[exe] " + leafPath(i) + " " + t.shape().str() +
+                    (want > 1 ? " holds the whole array, but the executable takes this process's shard of " +
+                                    sig.argShapes[a].str() + ": create it on the sharded platform (fromValues, fromShard)"
+                              : " holds one shard of " + std::to_string(buffer->partitions) +
+                                    ", but the executable takes the whole array " + sig.argShapes[a].str()));
       if (args[a] && args[a] != buffer.get())
         throw Error("[exe] " + leafPath(i) + " " + t.shape().str() + " was the same buffer as another argument at compile time (" +
                     leafPath(firstLeaf[a]) + ") but differs now");
@@ -137,7 +172,7 @@ class CpuExecutable final : public Executable {
     std::vector<std::shared_ptr<Storage>> outputs;
     for (size_t r = 0; r < sig.resultShapes.size(); ++r) {
       const int32_t a = sig.donations[r];
-      outputs.push_back(a >= 0 ? args[a]->storage : std::make_shared<Storage>(sig.resultShapes[r].byteSize()));
+      outputs.push_back(a >= 0 ? args[a]->storage : std::make_shared<Storage>(localBytes(sig.resultShapes[r])));
     }
     const std::vector<int32_t>& alias = code_.resultAlias;
     std::vector<void*> pointers;
@@ -154,12 +189,13 @@ class CpuExecutable final : public Executable {
       code_.entry(packed.data());
     }
     for (size_t r = 0; r < outputs.size(); ++r)
-      if (alias[r] >= 0 && sig.resultShapes[r].byteSize() > 0) std::memcpy(outputs[r]->data, outputs[alias[r]]->data, sig.resultShapes[r].byteSize());
+      if (alias[r] >= 0 && localBytes(sig.resultShapes[r]) > 0) std::memcpy(outputs[r]->data, outputs[alias[r]]->data, localBytes(sig.resultShapes[r]));
     std::vector<Tensor> results;
     for (size_t r = 0; r < outputs.size(); ++r) {
       auto buffer = std::make_shared<DeviceBuffer>();
       buffer->storage = outputs[r];
       buffer->memory = sig.memories[r];
+      buffer->partitions = partitionsOf(sig.resultShapes[r]);
       results.push_back(TensorAccess::bound(sig.resultShapes[r], std::move(buffer), sig.memories[r]));
     }
     for (int32_t a : sig.donations)
@@ -172,6 +208,11 @@ class CpuExecutable final : public Executable {
   }
 
  private:
+  int partitionsOf(const Shape& shape) const {
+    return signature_.partitions > 1 && shape.shardingMask() != 0 ? signature_.partitions : 1;
+  }
+  size_t localBytes(const Shape& shape) const { return localShape(shape, partitionsOf(shape), "exe").byteSize(); }
+
   std::string mlir_;
   Signature signature_;
   CompiledCode code_;

@@ -19,6 +19,7 @@
 #include "radix/detail/trace.h"
 #include "radix/detail/visit.h"
 #include "radix/tensor.h"
+#include "runtime/mpi.h"
 #include "runtime/runtime.h"
 
 namespace radix {
@@ -433,20 +434,157 @@ std::string_view memoryKindName(Memory memory) {
   return "device";
 }
 
+namespace detail {
+
+bool shardedAcrossProcesses(const Platform& platform) {
+  const Sharding& s = platform.sharding();
+  return s.enabled && s.numPartitions > 1;
+}
+
+int64_t shardedAxis(const Shape& shape, const std::string& op) {
+  int64_t axis = -1;
+  for (int64_t i = 0; i < shape.rank(); ++i) {
+    if (!shape.isSharded(i)) continue;
+    if (axis >= 0)
+      throw Error("[" + op + "] " + shape.str() + ": axes " + std::to_string(axis) + " and " + std::to_string(i) +
+                  " are both sharded; the grid of partitions is 1-D and splits one axis");
+    axis = i;
+  }
+  return axis;
+}
+
+Shape localShape(const Shape& global, int partitions, const std::string& op) {
+  const int64_t axis = shardedAxis(global, op);
+  if (axis < 0 || partitions <= 1) return global;
+  if (global.dim(axis) % partitions != 0)
+    throw Error("[" + op + "] " + global.str() + ": axis " + std::to_string(axis) + " of size " +
+                std::to_string(global.dim(axis)) + " is sharded over " + std::to_string(partitions) +
+                " partitions, which do not divide it");
+  std::vector<int64_t> dims = global.dims();
+  dims[axis] /= partitions;
+  std::vector<Tag> tags;
+  for (int64_t i = 0; i < global.rank(); ++i) tags.push_back(global.tag(i));
+  Shape local = Shape(dims, global.dtype()).withTags(tags);
+  return local;
+}
+
+}  // namespace detail
+
 namespace {
 std::atomic<uint64_t> nextIdentity{1};
 
+// A sharded axis splits the row-major array as [outer, partitions, inner].
+struct Blocks {
+  size_t outer = 1, inner = 1;
+};
+Blocks blocksOf(const Shape& global, int64_t axis, int partitions) {
+  Blocks b;
+  for (int64_t i = 0; i < axis; ++i) b.outer *= static_cast<size_t>(global.dim(i));
+  b.inner = static_cast<size_t>(global.dim(axis) / partitions);
+  for (int64_t i = axis + 1; i < global.rank(); ++i) b.inner *= static_cast<size_t>(global.dim(i));
+  b.inner *= sizeOf(global.dtype());
+  return b;
+}
+
+int partitionsFor(const Platform& platform, const Shape& shape, const std::string& op) {
+  if (!detail::shardedAcrossProcesses(platform)) return 1;
+  const int partitions = platform.sharding().numPartitions;
+  if (detail::shardedAxis(shape, op) < 0) return 1;
+  detail::localShape(shape, partitions, op);  // checks divisibility
+  return partitions;
+}
+
 template <class T>
-Tensor fromHost(const Platform&, Shape shape, const T* values, size_t n) {
+Tensor fromHost(const Platform& platform, Shape shape, const T* values, size_t n) {
   if (static_cast<int64_t>(n) != shape.count())
     throw Error("[fromValues] " + std::to_string(n) + " values for " + shape.str() + " (" +
                 std::to_string(shape.count()) + " elements)");
+  const int partitions = partitionsFor(platform, shape, "fromValues");
   auto buffer = std::make_shared<DeviceBuffer>();
-  buffer->storage = std::make_shared<Storage>(shape.byteSize());
-  detail::encodeValues(shape.dtype(), values, buffer->storage->data, n);
+  if (partitions == 1) {
+    buffer->storage = std::make_shared<Storage>(shape.byteSize());
+    detail::encodeValues(shape.dtype(), values, buffer->storage->data, n);
+  } else {
+    Storage full(shape.byteSize());
+    detail::encodeValues(shape.dtype(), values, full.data, n);
+    const Blocks b = blocksOf(shape, detail::shardedAxis(shape, "fromValues"), partitions);
+    const size_t p = static_cast<size_t>(platform.partitionIndex());
+    buffer->storage = std::make_shared<Storage>(b.outer * b.inner);
+    for (size_t i = 0; i < b.outer; ++i)
+      std::memcpy(static_cast<char*>(buffer->storage->data) + i * b.inner,
+                  static_cast<const char*>(full.data) + (i * partitions + p) * b.inner, b.inner);
+    buffer->partitions = partitions;
+  }
   return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
 }
+
+template <class T>
+Tensor fromLocal(const Platform& platform, Shape shape, const T* values, size_t n) {
+  const int partitions = partitionsFor(platform, shape, "fromShard");
+  const Shape local = detail::localShape(shape, partitions, "fromShard");
+  if (static_cast<int64_t>(n) != local.count())
+    throw Error("[fromShard] " + std::to_string(n) + " values for the shard " + local.str() + " (" +
+                std::to_string(local.count()) + " elements) of " + shape.str());
+  auto buffer = std::make_shared<DeviceBuffer>();
+  buffer->storage = std::make_shared<Storage>(local.byteSize());
+  detail::encodeValues(shape.dtype(), values, buffer->storage->data, n);
+  buffer->partitions = partitions;
+  return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
+}
+
+// The global bytes of a bound tensor: its storage, or the shards of every partition gathered.
+std::shared_ptr<Storage> globalStorage(const DeviceBuffer& buffer, const Shape& shape, const std::string& op) {
+  Storage& s = detail::liveStorage(buffer, op, shape);
+  if (buffer.partitions <= 1) return std::shared_ptr<Storage>(std::shared_ptr<Storage>{}, &s);
+  const int partitions = buffer.partitions;
+  const Blocks b = blocksOf(shape, detail::shardedAxis(shape, op), partitions);
+  std::vector<char> all(s.bytes * static_cast<size_t>(partitions));
+  detail::mpi::allGatherBytes(s.data, all.data(), s.bytes, partitions);
+  auto out = std::make_shared<Storage>(shape.byteSize());
+  for (size_t p = 0; p < static_cast<size_t>(partitions); ++p)
+    for (size_t i = 0; i < b.outer; ++i)
+      std::memcpy(static_cast<char*>(out->data) + (i * partitions + p) * b.inner, all.data() + p * s.bytes + i * b.inner,
+                  b.inner);
+  return out;
+}
+
+template <class T>
+std::vector<T> decodeAll(const Shape& shape, const void* data) {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(shape.count()));
+    detail::decodeValues(shape.dtype(), data, bytes.data(), bytes.size());
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(static_cast<size_t>(shape.count()));
+    detail::decodeValues(shape.dtype(), data, out.data(), out.size());
+    return out;
+  }
+}
 }  // namespace
+
+Tensor Tensor::fromShard(const Platform& p, Shape s, const std::vector<float>& v) { return fromLocal(p, s, v.data(), v.size()); }
+
+template <class T>
+  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, float>)
+Tensor Tensor::fromShard(const Platform& p, Shape s, const std::vector<T>& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(v.begin(), v.end());
+    return fromLocal(p, s, bytes.data(), bytes.size());
+  } else {
+    return fromLocal(p, s, v.data(), v.size());
+  }
+}
+
+Shape Tensor::localShape() const {
+  return buffer_ ? detail::localShape(shape_, buffer_->partitions, "localShape") : shape_;
+}
+
+template <class T>
+std::vector<T> Tensor::localToVector() const {
+  if (!buffer_) throw Error("[localToVector] " + str() + " is not bound to a buffer (traced values live inside compile)");
+  const Storage& s = detail::liveStorage(*buffer_, "localToVector", shape_);
+  return decodeAll<T>(localShape(), s.data);
+}
 
 Tensor::Tensor(Shape shape) : shape_(shape), identity_(nextIdentity++) {}
 
@@ -496,33 +634,30 @@ const void* Tensor::bufferAddress() const {
 
 std::vector<uint8_t> Tensor::toBytes() const {
   if (!buffer_) throw Error("[toBytes] " + str() + " is not bound to a buffer (traced values live inside compile)");
-  const Storage& s = detail::liveStorage(*buffer_, "toBytes", shape_);
-  const auto* p = static_cast<const uint8_t*>(s.data);
+  auto s = globalStorage(*buffer_, shape_, "toBytes");
+  const auto* p = static_cast<const uint8_t*>(s->data);
   return std::vector<uint8_t>(p, p + shape_.byteSize());
 }
 
 template <class T>
 std::vector<T> Tensor::toVector() const {
   if (!buffer_) throw Error("[toVector] " + str() + " is not bound to a buffer (traced values live inside compile)");
-  const Storage& s = detail::liveStorage(*buffer_, "toVector", shape_);
-  if constexpr (std::is_same_v<T, bool>) {
-    std::vector<uint8_t> bytes(static_cast<size_t>(shape_.count()));
-    detail::decodeValues(shape_.dtype(), s.data, bytes.data(), bytes.size());
-    return std::vector<bool>(bytes.begin(), bytes.end());
-  } else {
-    std::vector<T> out(static_cast<size_t>(shape_.count()));
-    detail::decodeValues(shape_.dtype(), s.data, out.data(), out.size());
-    return out;
-  }
+  auto s = globalStorage(*buffer_, shape_, "toVector");
+  return decodeAll<T>(shape_, s->data);
 }
 
-#define RADIX_INSTANTIATE(T) template std::vector<T> Tensor::toVector<T>() const;
+#define RADIX_INSTANTIATE(T) \
+  template std::vector<T> Tensor::toVector<T>() const; template std::vector<T> Tensor::localToVector<T>() const;
 RADIX_HOST_TYPES(RADIX_INSTANTIATE)
 template std::vector<bool> Tensor::toVector<bool>() const;
+template std::vector<bool> Tensor::localToVector<bool>() const;
 #undef RADIX_INSTANTIATE
-#define RADIX_INSTANTIATE(T) template Tensor Tensor::fromValues<T>(const Platform&, Shape, const std::vector<T>&);
+#define RADIX_INSTANTIATE(T) \
+  template Tensor Tensor::fromValues<T>(const Platform&, Shape, const std::vector<T>&); \
+  template Tensor Tensor::fromShard<T>(const Platform&, Shape, const std::vector<T>&);
 RADIX_HOST_TYPES_BUT_FLOAT(RADIX_INSTANTIATE)
 template Tensor Tensor::fromValues<bool>(const Platform&, Shape, const std::vector<bool>&);
+template Tensor Tensor::fromShard<bool>(const Platform&, Shape, const std::vector<bool>&);
 #undef RADIX_INSTANTIATE
 
 Tensor Tensor::withTags(std::initializer_list<Tag> tags) const {

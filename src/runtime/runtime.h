@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "radix/error.h"
 #include "radix/platform.h"
 #include "radix/shape.h"
 
@@ -43,11 +44,22 @@ struct Storage {
 
 /// What a bound Tensor points at. Donation moves `storage` to a result and leaves this
 /// buffer marked donated, so every copy of the donated Tensor sees it.
+/// `partitions` > 1: the storage holds this process's shard of a shape whose sharded axis is split
+/// over that many processes (docs/sharding.md).
 struct DeviceBuffer {
   std::shared_ptr<Storage> storage;
   Memory memory = Memory::device;
   bool donated = false;
+  int partitions = 1;
 };
+
+/// True when the platform partitions programs over processes (enabled, numPartitions > 1).
+bool shardedAcrossProcesses(const Platform& platform);
+/// The sharded axis of a shape, or -1; throws radix::Error("[op] ...") when several are sharded (a
+/// 1-D grid of partitions splits one axis).
+int64_t shardedAxis(const Shape& shape, const std::string& op);
+/// The shard's shape: the sharded axis divided by `partitions` (which must divide it).
+Shape localShape(const Shape& global, int partitions, const std::string& op = "shard");
 
 /// The storage of a bound tensor; throws radix::Error("[op] ...") if donated.
 Storage& liveStorage(const DeviceBuffer& buffer, const std::string& op, const Shape& shape);

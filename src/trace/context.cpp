@@ -326,6 +326,7 @@ std::shared_ptr<Executable> TraceContext::finishMain(const std::type_info& argTy
   signature.resultShapes = r.shapes;
   signature.donations = r.donations;
   signature.memories = r.memories;
+  if (shardedAcrossProcesses(platform_)) signature.partitions = sharding.numPartitions;
 
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -56,6 +56,7 @@ struct Signature {
   std::vector<Shape> resultShapes;           // per @main result
   std::vector<int32_t> donations;            // per result: donated argument or -1
   std::vector<Memory> memories;              // per result
+  int partitions = 1;                        // > 1: sharded over processes (docs/sharding.md)
 };
 
 /// A compiled, loaded `@main`. Defined in src/runtime.
