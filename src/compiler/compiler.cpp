@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "compiler/cache.h"
+#include "compiler/kernels/conv_lower.h"
 #include "compiler/kernels/lower.h"
 #include "compiler/profile_sites.h"
 #include "compiler/fast_ewise.h"
@@ -513,7 +514,7 @@ static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
   // Without profiling the key is unchanged, so are the entries of earlier builds.
   return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|" + kPipelineVersion +
          "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads) + "|extra " + o.extraPasses +
-         (profileOn(o) ? "|profile" : "");
+         (profileOn(o) ? "|profile" : "") + (kernels::convKernelsEnabled() ? "" : "|conv-loops");
 }
 
 CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
@@ -619,6 +620,7 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
     if (profile) sites = instrumentProfile(*lowered);
+    kernels::lowerConvolutionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     kernels::lowerContractionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "ops/common.h"
 
 namespace radix {
@@ -100,6 +102,22 @@ mlir::Value padAndSpread(TraceContext& c, mlir::Location loc, mlir::Value x, con
   return generic.getResult(0);
 }
 
+/// An operand the window op must read from memory: elementwise fusion would otherwise pull its
+/// producer (the padding's gather, a ReLU) into the op's body, recomputed for every window tap,
+/// and the op would no longer be a convolution or pooling the kernels (compiler/kernels/conv*)
+/// recognise. As dotGeneral's operands (contract.cpp): arguments and calls' and reductions'
+/// results are read in place; anything else is copied first (bufferization.alloc_tensor).
+mlir::Value materialized(TraceContext& c, mlir::Location loc, mlir::Value v) {
+  mlir::Value root = v;
+  while (auto ext = root.getDefiningOp<mlir::arith::ExtFOp>()) root = ext.getIn();
+  mlir::Operation* def = root.getDefiningOp();
+  bool fusable = def && !mlir::isa<mlir::func::CallOp>(def);
+  if (auto linalgOp = mlir::dyn_cast_or_null<mlir::linalg::LinalgOp>(def)) fusable = linalgOp.getNumReductionLoops() == 0;
+  auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+  if (!fusable || type.getNumElements() == 0) return v;
+  return mlir::bufferization::AllocTensorOp::create(c.builder(), loc, type, mlir::ValueRange{}, v).getResult();
+}
+
 /// The axes of a convolution operand: {first, second, spatial...}.
 std::vector<int64_t> convLayout(const char* op, const Shape& s, Axis first, Axis second, const std::vector<Axis>& spatial,
                                 const char* firstName, const char* secondName, const char* which) {
@@ -173,8 +191,8 @@ Tensor convolve(const Tensor& x, const Tensor& kernel, const Tensor::ConvOptions
 
   auto loc = c.loc(where, op);
   Shape padded;
-  mlir::Value input = padAndSpread(c, loc, c.value(x, op), a, std::vector<int64_t>(in.begin() + 2, in.end()), pads,
-                                   lhsDilation, 0, padded);
+  mlir::Value input = materialized(c, loc, padAndSpread(c, loc, c.value(x, op), a, std::vector<int64_t>(in.begin() + 2, in.end()),
+                                                        pads, lhsDilation, 0, padded));
   const DType acc = accumulatorOf(a.dtype());
   // Loops: the output's axes, then the group's input feature, then the kernel's spatial axes.
   const int64_t loops = rank + 1 + ns, feature = rank;
@@ -256,7 +274,8 @@ Tensor pool(const Tensor& x, const Tensor::PoolOptions& o, Pool kind, const char
   }
   auto loc = c.loc(where, op);
   Shape padded;
-  mlir::Value input = padAndSpread(c, loc, c.value(x, op), s, axes, pads, std::vector<int64_t>(np, 1), lowest, padded);
+  mlir::Value input =
+      materialized(c, loc, padAndSpread(c, loc, c.value(x, op), s, axes, pads, std::vector<int64_t>(np, 1), lowest, padded));
   const DType acc = kind == Pool::avg ? accumulatorOf(dt) : dt;
   const int64_t rank = s.rank(), loops = rank + static_cast<int64_t>(np);
   auto d = [&](int64_t i) { return mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir()); };
