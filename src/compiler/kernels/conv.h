@@ -37,7 +37,8 @@ uint64_t convCallCount(ConvPath path);
 
 /// One group's GEMM C[i, j] += X[i, k] Y[k, j] through offset tables (conv_dispatch.cpp builds
 /// them): X[i, k] = x[xRow[i] + xK[k]], Y[k, j] = y[yK[k] + yCol[j]], C[i, j] = c[cRow[i] +
-/// cCol[j]]; yRun[j] counts the consecutive elements of Y's row from column j on. Group g
+/// cCol[j]]; from column j on, yRun[j] columns of Y's row are equally spaced, yStep[j] apart
+/// (1: consecutive elements). Group g
 /// moves x, y and c by g * gx, gy, gc elements.
 struct ConvGemmPlan {
   const void* x = nullptr;
@@ -47,7 +48,7 @@ struct ConvGemmPlan {
   int64_t groups = 1, gx = 0, gy = 0, gc = 0;
   int64_t m = 0, n = 0, k = 0;
   const int64_t *xRow = nullptr, *xK = nullptr, *yK = nullptr, *yCol = nullptr, *cRow = nullptr, *cCol = nullptr;
-  const int32_t* yRun = nullptr;
+  const int32_t *yRun = nullptr, *yStep = nullptr;
 };
 
 /// What the direct kernel folds into C: A * B (convolutions), max(C, A) or C + A (pooling).

@@ -124,7 +124,7 @@ ConvDirectPlan directPlan(const ConvProblem& p, DirectTables& t) {
 
 struct GemmTables {
   std::vector<int64_t> xRow, xK, yK, yCol, cRow, cCol;
-  std::vector<int32_t> yRun;
+  std::vector<int32_t> yRun, yStep;
 };
 
 // The tabled GEMM's plan. The GEMM's columns are C's unit-stride side: the output features
@@ -143,16 +143,25 @@ ConvGemmPlan gemmPlan(const ConvProblem& p, GemmTables& t) {
   t.xRow = offsetTable(rows, xs), t.cRow = offsetTable(rows, &ConvDim::sc);
   t.yCol = offsetTable(cols, ys), t.cCol = offsetTable(cols, &ConvDim::sc);
   t.xK = offsetTable(kd, xs), t.yK = offsetTable(kd, ys);
-  t.yRun.assign(t.yCol.size(), 1);
-  for (size_t i = t.yCol.size(); i-- > 1;)
-    if (t.yCol[i] == t.yCol[i - 1] + 1) t.yRun[i - 1] = t.yRun[i] + 1;
+  // Runs of equally spaced columns (a row of output positions at stride s reads every s-th
+  // input element), longest from each column on.
+  const size_t n = t.yCol.size();
+  t.yRun.assign(n, 1);
+  t.yStep.assign(n, 1);
+  for (size_t i = n > 0 ? n - 1 : 0; i-- > 0;) {
+    const int64_t d = t.yCol[i + 1] - t.yCol[i];
+    if (d > 0 && d < (int64_t{1} << 30) && (t.yRun[i + 1] == 1 || t.yStep[i + 1] == d)) {
+      t.yRun[i] = t.yRun[i + 1] + 1;
+      t.yStep[i] = static_cast<int32_t>(d);
+    }
+  }
   ConvGemmPlan g;
   g.x = swap ? p.b : p.a, g.y = swap ? p.a : p.b, g.c = p.c;
   g.xType = swap ? p.bType : p.aType, g.yType = swap ? p.aType : p.bType;
   g.groups = p.group.size, g.gx = p.group.*xs, g.gy = p.group.*ys, g.gc = p.group.sc;
   g.m = static_cast<int64_t>(t.xRow.size()), g.n = static_cast<int64_t>(t.yCol.size()), g.k = static_cast<int64_t>(t.xK.size());
   g.xRow = t.xRow.data(), g.xK = t.xK.data(), g.yK = t.yK.data(), g.yCol = t.yCol.data();
-  g.cRow = t.cRow.data(), g.cCol = t.cCol.data(), g.yRun = t.yRun.data();
+  g.cRow = t.cRow.data(), g.cCol = t.cCol.data(), g.yRun = t.yRun.data(), g.yStep = t.yStep.data();
   return g;
 }
 

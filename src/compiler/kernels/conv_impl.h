@@ -45,6 +45,7 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
   const int64_t kcp = (kc + P - 1) / P * P;
   const int64_t* col = g.yCol + j0;
   const int32_t* run = g.yRun + j0;
+  const int32_t* stepOf = g.yStep + j0;
   for (int64_t k = 0; k < kcp; ++k) {
     const bool live = k < kc;
     const void* row = live ? offsetPtr(y, EY, g.yK[k0 + k]) : nullptr;
@@ -55,10 +56,21 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
       if (live) {
         while (j < nr) {
           const int len = run[q + j] < nr - j ? run[q + j] : nr - j;
-          const int64_t at = col[q + j];
-          if constexpr (P == 1) {
-            float* __restrict o = d + j;
-            for (int t = 0; t < len; ++t) o[t] = loadScalar<EY>(row, at + t);
+          const int64_t at = col[q + j], step = stepOf[q + j];
+          if (step != 1 || len < 4) {  // strided (a stride-s convolution) or short: element by element
+            for (int t = 0; t < len; ++t) {
+              if constexpr (P == 1)
+                d[j + t] = loadScalar<EY>(row, at + t * step);
+              else
+                d[(j + t) * 2] = raw16(row, at + t * step);
+            }
+          } else if constexpr (P == 1) {
+            // Vector copies (widening f16/bf16): a loop here becomes a memcpy call per run.
+            using V = typename Cfg::V;
+            float* o = d + j;
+            int t = 0;
+            for (; t + V::W <= len; t += V::W) V::store(o + t, loadE<V, EY>(offsetPtr(row, EY, at + t)));
+            if (t < len) V::storeN(o + t, loadEN<V, EY>(offsetPtr(row, EY, at + t), len - t), len - t);
           } else {
             const uint16_t* s = static_cast<const uint16_t*>(row) + at;
             for (int t = 0; t < len; ++t) d[(j + t) * 2] = s[t];
@@ -90,9 +102,14 @@ void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_
   const int64_t kp = (g.k + P - 1) / P * P, mp = (i1 - i0 + MR - 1) / MR * MR, np = (j1 - j0 + NR - 1) / NR * NR;
   const int64_t kcMax = Cfg::KC < kp ? Cfg::KC : kp, mcMax = Cfg::MC < mp ? Cfg::MC : mp, ncMax = Cfg::NC < np ? Cfg::NC : np;
   PackT* ap = static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
-  PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncMax * kcMax));
-  for (int64_t jc = j0; jc < j1; jc += Cfg::NC) {
-    const int64_t nc = j1 - jc < Cfg::NC ? j1 - jc : Cfg::NC;
+  // Unlike the GEMM's B (read along its rows), Y is gathered: an L2-sized block of it keeps
+  // both the gather's reads and the packed panels in L2.
+  constexpr int64_t kYBlockElements = 64 * 1024;
+  const int64_t ncFit = kYBlockElements / kcMax / NR * NR;
+  const int64_t ncBlock = ncFit < NR ? NR : ncFit > ncMax ? ncMax : ncFit;
+  PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncBlock * kcMax));
+  for (int64_t jc = j0; jc < j1; jc += ncBlock) {
+    const int64_t nc = j1 - jc < ncBlock ? j1 - jc : ncBlock;
     for (int64_t pc = 0; pc < g.k; pc += Cfg::KC) {
       const int64_t kc = g.k - pc < Cfg::KC ? g.k - pc : Cfg::KC;
       const int64_t kcp = (kc + P - 1) / P * P;
