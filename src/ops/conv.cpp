@@ -189,10 +189,16 @@ Tensor convolve(const Tensor& x, const Tensor& kernel, const Tensor::ConvOptions
   for (int64_t i = 0; i < rank; ++i) tags.push_back(a.tag(i));
   const Shape out = Shape(dims, a.dtype()).withTags(tags);
 
+  // An axis with one output position reads exactly one window: the padded input is cut to it,
+  // as the loop ranges otherwise disagree once unit-dim folding leaves the window's loop alone.
+  Pads used = pads;
+  for (int64_t i = 0; i < ns; ++i)
+    if (dims[in[2 + i]] == 1)
+      used[i].second = spread(w.dim(ker[2 + i]), rhsDilation[i]) - pads[i].first - spread(a.dim(in[2 + i]), lhsDilation[i]);
   auto loc = c.loc(where, op);
   Shape padded;
   mlir::Value input = materialized(c, loc, padAndSpread(c, loc, c.value(x, op), a, std::vector<int64_t>(in.begin() + 2, in.end()),
-                                                        pads, lhsDilation, 0, padded));
+                                                        used, lhsDilation, 0, padded));
   const DType acc = accumulatorOf(a.dtype());
   // Loops: the output's axes, then the group's input feature, then the kernel's spatial axes.
   const int64_t loops = rank + 1 + ns, feature = rank;
@@ -272,10 +278,13 @@ Tensor pool(const Tensor& x, const Tensor::PoolOptions& o, Pool kind, const char
     if (isFloat(dt)) lowest = -std::numeric_limits<double>::infinity();
     else if (isSignedInt(dt)) lowest = -std::ldexp(1.0, static_cast<int>(sizeOf(dt) * 8 - 1));
   }
+  Pads used = pads;  // as in convolve: one output position reads exactly one window
+  for (size_t p = 0; p < np; ++p)
+    if (dims[axes[p]] == 1) used[p].second = spread(window[p], dilation[p]) - pads[p].first - s.dim(axes[p]);
   auto loc = c.loc(where, op);
   Shape padded;
   mlir::Value input =
-      materialized(c, loc, padAndSpread(c, loc, c.value(x, op), s, axes, pads, std::vector<int64_t>(np, 1), lowest, padded));
+      materialized(c, loc, padAndSpread(c, loc, c.value(x, op), s, axes, used, std::vector<int64_t>(np, 1), lowest, padded));
   const DType acc = kind == Pool::avg ? accumulatorOf(dt) : dt;
   const int64_t rank = s.rank(), loops = rank + static_cast<int64_t>(np);
   auto d = [&](int64_t i) { return mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir()); };
