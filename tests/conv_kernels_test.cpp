@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -240,16 +241,24 @@ TEST(ConvKernels, EveryCaseAgainstTheNaiveReference) {
   for (const Case& c : cases()) check(c, DType::f32, 1, "");
 }
 
+// A case by name (the tests below run subsets, to keep the compiles few).
+const Case& named(const std::string& name) {
+  for (const Case& c : cases())
+    if (c.name == name) return c;
+  throw std::runtime_error("no case " + name);
+}
+
 TEST(ConvKernels, Bf16) {
-  for (const Case& c : cases()) check(c, DType::bf16, 1, "");
+  for (const char* name : {"1d_stride2_pad_dilation", "2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_k360_nchw", "2d_groups2",
+                           "2d_1x1_nhwc_batch3", "2d_1x1_s2_downsample", "2d_depthwise", "3d_nhwc"})
+    check(named(name), DType::bf16, 1, "");
 }
 
 TEST(ConvKernels, LowerTargets) {
   const std::vector<Target> ts = targets();
   for (size_t t = 1; t < ts.size(); ++t)
     for (const char* name : {"2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_1x1_batch3", "2d_depthwise", "3d"})
-      for (const Case& c : cases())
-        if (std::string(c.name) == name) check(c, DType::f32, 1, ts[t].cpu);
+      check(named(name), DType::f32, 1, ts[t].cpu);
 }
 
 // Big enough (over 1 MFLOP) for the threads to split the work.
@@ -264,7 +273,9 @@ TEST(ConvKernels, TwoThreads) {
 
 // The generic loops (the reference lowering) and the kernels agree, and the switch works.
 TEST(ConvKernels, GenericLoweringAgrees) {
-  for (const Case& c : cases()) {
+  for (const char* name : {"1d_nhwc", "2d_3x3_s2_batch3", "2d_nhwc_dilation", "2d_groups3_nhwc", "2d_1x1_s2_downsample",
+                           "2d_depthwise_multiplier2", "3d"}) {
+    const Case& c = named(name);
     SCOPED_TRACE(c.name);
     uint64_t total = 0;
     for (int p = 0; p < kernels::kConvPathCount; ++p) total += kernels::convCallCount(Path(p));
@@ -349,6 +360,7 @@ TEST(ConvKernels, Pooling) {
   const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
   for (const DType dtype : {DType::f32, DType::bf16})
     for (const PoolCase& c : cases) {
+      if (dtype == DType::bf16 && c.name != std::string("avg_3x3_s1_pad") && c.name != std::string("max_2x2_nhwc")) continue;
       // max pooling of bf16 stays bf16 (no f32 accumulator): the generic loops run it.
       const bool kernel = dtype == DType::f32 || !c.isMax;
       SCOPED_TRACE(std::string(c.name) + (dtype == DType::bf16 ? " bf16" : " f32"));
