@@ -347,7 +347,14 @@ std::vector<double> poolReference(const PoolCase& c, const std::vector<double>& 
   return y;
 }
 
+// Pooling kernels are opt-in (RADIX_POOL_KERNELS=1).
+struct PoolKernelsOn {
+  PoolKernelsOn() { setenv("RADIX_POOL_KERNELS", "1", 1); }
+  ~PoolKernelsOn() { unsetenv("RADIX_POOL_KERNELS"); }
+};
+
 TEST(ConvKernels, Pooling) {
+  PoolKernelsOn on;
   const std::vector<PoolCase> cases = {
       {"max_3x3_s2_pad_nchw", {3, 5, 13, 11}, {2, 3}, {3, 3}, {2, 2}, {{1, 1}, {1, 1}}, true},
       {"max_2x2_nhwc", {1, 9, 10, 7}, {1, 2}, {2, 2}, {2, 2}, {}, true},
@@ -396,6 +403,7 @@ TEST(ConvKernels, Pooling) {
 
 // Max pooling propagates NaN, as the generic lowering (arith.maximumf) does.
 TEST(ConvKernels, MaxPoolPropagatesNan) {
+  PoolKernelsOn on;
   radix::CompileOptions options;
   options.cache = false;
   const radix::Platform cpu = radix::Platform::cpu().withOptions(options);

@@ -315,6 +315,11 @@ bool isWindowKernelOp(mlir::Operation* op) {
   return isMulAddGeneric(op) || poolBody(generic).has_value();
 }
 
+bool poolKernelsEnabled() {
+  const char* env = std::getenv("RADIX_POOL_KERNELS");
+  return env && std::string(env) == "1";
+}
+
 bool convKernelsEnabled() {
   const char* env = std::getenv("RADIX_CONV_KERNELS");
   return !(env && std::string(env) == "0");
@@ -324,11 +329,13 @@ int lowerConvolutionsToKernels(mlir::ModuleOp module, const KernelTarget& target
   if (!convKernelsEnabled()) return 0;
   std::vector<std::pair<mlir::linalg::GenericOp, ConvPlan>> convs;
   std::vector<std::pair<mlir::linalg::GenericOp, PoolPlan>> pools;
+  const bool poolsToo = poolKernelsEnabled();
   module.walk([&](mlir::linalg::GenericOp op) {
-    if (auto plan = planFor(op))
+    if (auto plan = planFor(op)) {
       convs.emplace_back(op, *plan);
-    else if (auto pool = poolPlanFor(op))
-      pools.emplace_back(op, *pool);
+    } else if (poolsToo) {
+      if (auto pool = poolPlanFor(op)) pools.emplace_back(op, *pool);
+    }
   });
   if (convs.empty() && pools.empty()) return 0;
   const Isa isa = kernelIsa(target);

@@ -13,6 +13,11 @@ int lowerConvolutionsToKernels(mlir::ModuleOp module, const KernelTarget& target
 /// fusion leaves it whole.
 bool isWindowKernelOp(mlir::Operation* op);
 
+/// True when RADIX_POOL_KERNELS=1: pooling runs radix_kernel_pool. Off by default: measured
+/// slower than the generic loops (docs/compiler-notes.md). Not in the cache key: both
+/// lowerings compute the same.
+bool poolKernelsEnabled();
+
 /// False when RADIX_CONV_KERNELS=0: convolutions stay loops (the reference lowering).
 bool convKernelsEnabled();
 
