@@ -78,6 +78,26 @@ inline int weightCopies(const Figure& f) {
   return static_cast<int>(std::min<int64_t>(16, std::max<int64_t>(1, want)));
 }
 
+/// A conv figure, "conv <dtype> batch cin hw cout k stride pad": NCHW input {batch, cin, hw, hw}
+/// (seed kSeedA), OIHW weight {cout, cin, k, k} (kSeedB), square padding, no bias.
+struct Conv {
+  int64_t batch = 1, cin = 1, hw = 1, cout = 1, k = 1, stride = 1, pad = 0;
+  int64_t out() const { return (hw + 2 * pad - k) / stride + 1; }
+  int64_t outputs() const { return batch * cout * out() * out(); }
+  double flops() const { return 2.0 * static_cast<double>(outputs()) * static_cast<double>(cin * k * k); }
+};
+
+inline Conv convOf(const Figure& f) {
+  const auto& d = f.dims;
+  return d.size() == 7 ? Conv{d[0], d[1], d[2], d[3], d[4], d[5], d[6]} : Conv{};
+}
+
+inline std::string convSpec(const Conv& c, const std::string& dtype) {
+  std::string s = "conv " + dtype;
+  for (int64_t v : {c.batch, c.cin, c.hw, c.cout, c.k, c.stride, c.pad}) s += " " + std::to_string(v);
+  return s;
+}
+
 // Seeds and scales of each figure's inputs (torch_peer.py's INPUTS mirrors these).
 inline constexpr uint32_t kSeedA = 1, kSeedB = 2, kSeedW = 3, kSeedX = 4, kSeedSoftmax = 5, kSeedRms = 6,
                           kSeedRmsWeight = 7, kSeedTanh = 8, kSeedGelu = 9, kSeedTriadB = 10, kSeedTriadC = 11,

@@ -54,6 +54,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <condition_variable>
@@ -61,6 +62,7 @@
 #include <thread>
 
 #include "bench_worker.h"
+#include "resnet18.h"
 
 #ifndef RADIX_BENCH_SOURCE_DIR
 #define RADIX_BENCH_SOURCE_DIR "bench"
@@ -147,6 +149,20 @@ class RadixBackend : public bench::Backend {
       const Tensor x = input({d[0]}, bench::kSeedGelu, bench::kActivationScale);
       auto exe = radix::compile(platform_, [](const Tensor& t) { return t.gelu(); }, x);
       run_ = [exe, x] { return exe(x); };
+    } else if (f.kind == "conv") {  // NCHW input, OIHW weight (bench::convFigure)
+      const bench::Conv c = bench::convOf(f);
+      const Tensor x = input({c.batch, c.cin, c.hw, c.hw}, bench::kSeedA);
+      const Tensor w = input({c.cout, c.cin, c.k, c.k}, bench::kSeedB);
+      Tensor::ConvOptions o;
+      o.strides = {c.stride, c.stride};
+      o.padding = {{c.pad, c.pad}, {c.pad, c.pad}};
+      auto exe = radix::compile(platform_, [o](const Tensor& a, const Tensor& k) { return a.conv2d(k, o); }, x, w);
+      run_ = [exe, x, w] { return exe(x, w); };
+    } else if (f.kind == "resnet18" && dtype == DType::f32) {
+      const resnet::ResNet model = bench::resnet18(platform_);
+      const Tensor x = input({d[0], 3, d[1], d[1]}, bench::kSeedA);
+      auto exe = radix::compile(platform_, &resnet::ResNet::forward, model, x);
+      run_ = [exe, model, x] { return exe(model, x); };
     } else {
       return "no " + f.kind + " figure in Radix's worker";
     }
@@ -540,6 +556,24 @@ std::vector<FigureSpec> figures() {
     out.push_back({std::string("attention ") + dtype + " 12x512x64 composed",
                    std::string("attention ") + dtype + " 12 512 64 1", true, flops, tol * 3, {}});
   }
+  // ResNet-18's convolutions (NCHW, batch 1 and 8): 3x3 s1 at 56^2, 3x3 s2 (layer2's first),
+  // the 1x1 s2 downsample and the 7x7 s2 stem; then the whole model.
+  const std::vector<std::pair<std::string, bench::Conv>> convs = {
+      {"3x3s1 64c 56", {1, 64, 56, 64, 3, 1, 1}},
+      {"3x3s2 64-128c 56", {1, 64, 56, 128, 3, 2, 1}},
+      {"1x1s2 64-128c 56", {1, 64, 56, 128, 1, 2, 0}},
+      {"7x7s2 stem 224", {1, 3, 224, 64, 7, 2, 3}},
+  };
+  for (const char* dtype : {"f32", "bf16"})
+    for (int64_t batch : {1, 8})
+      for (auto [name, c] : convs) {
+        c.batch = batch;
+        out.push_back({"conv " + std::string(dtype) + " " + name + " b" + std::to_string(batch), bench::convSpec(c, dtype),
+                       true, c.flops(), std::string(dtype) == "f32" ? 1e-4 : 1e-2, {"onednn", "torch"}});
+      }
+  for (int64_t batch : {1, 8})
+    out.push_back({"resnet18 f32 224 b" + std::to_string(batch), "resnet18 f32 " + std::to_string(batch) + " 224", true,
+                   bench::resnet18Flops(batch, 224), 1e-3, {"torch"}});
   out.push_back({"triad f32 16M", "triad f32 16777216", false, n16m * 12, 1e-6, {}});
   return out;
 }
@@ -581,6 +615,22 @@ std::vector<double> reference(const Figure& f, const std::vector<int64_t>& sampl
       double s = 0;
       for (int64_t p = 0; p < k; ++p)
         s += double(bench::benchValue(i * k + p, bench::kSeedA)) * bench::benchValue(p * n + j, bench::kSeedB);
+      out.push_back(s);
+    }
+  } else if (f.kind == "conv") {
+    const bench::Conv c = bench::convOf(f);
+    const int64_t o = c.out();
+    for (int64_t idx : samples) {
+      const int64_t x = idx % o, y = idx / o % o, oc = idx / (o * o) % c.cout, b = idx / (o * o * c.cout);
+      double s = 0;
+      for (int64_t ic = 0; ic < c.cin; ++ic)
+        for (int64_t i = 0; i < c.k; ++i)
+          for (int64_t j = 0; j < c.k; ++j) {
+            const int64_t h = y * c.stride + i - c.pad, w = x * c.stride + j - c.pad;
+            if (h < 0 || w < 0 || h >= c.hw || w >= c.hw) continue;
+            s += double(bench::benchValue(((b * c.cin + ic) * c.hw + h) * c.hw + w, bench::kSeedA)) *
+                 bench::benchValue(((oc * c.cin + ic) * c.k + i) * c.k + j, bench::kSeedB);
+          }
       out.push_back(s);
     }
   } else if (f.kind == "gemv") {
@@ -925,17 +975,23 @@ class Driver {
     std::vector<double> sampledRef;
     std::vector<std::pair<std::string, std::vector<float>>> peerValues;
     const std::vector<double>* ref = nullptr;
-    if (figure.kind == "gemm") {
-      const int64_t m = figure.dims[0], n = figure.dims[1];
+    const bool sampled = figure.kind == "gemm" || figure.kind == "conv" || figure.kind == "resnet18";
+    if (sampled) {
+      // Row-major m x n over the output (conv: all of it as one row; resnet18: no double reference).
+      const int64_t m = figure.kind == "gemm" ? figure.dims[0] : 1;
+      const int64_t n = figure.kind == "gemm" ? figure.dims[1]
+                        : figure.kind == "conv" ? bench::convOf(figure).outputs()
+                                                : figure.dims[0] * 1000;
       samples = {0, n - 1, (m - 1) * n, m * n - 1};
       for (uint64_t i = 0; samples.size() < 256; ++i) samples.push_back(static_cast<int64_t>(
           (uint64_t(bench::benchValue(i, 99) * 128 + 128) * 1000003ull + i * 7919ull * 104729ull) % uint64_t(m * n)));
+      if (figure.kind == "resnet18") samples.clear();
       sampledRef = reference(figure, samples);
       for (const auto& p : {"onednn", "openblas", "torch"}) {
         auto it = results.find(p);
         if (it == results.end() || it->second.dump.empty()) continue;
         std::vector<float> v = readFloats(it->second.dump);
-        const double e = relativeError(v, [&](size_t i) { return sampledRef[i]; }, samples.size(), samples);
+        const double e = samples.empty() ? 0 : relativeError(v, [&](size_t i) { return sampledRef[i]; }, samples.size(), samples);
         if (e > f.tolerance)
           std::printf("   warning: %s differs from the double reference on 256 sampled entries: err %.2e\n", p, e);
         else
@@ -957,8 +1013,9 @@ class Driver {
         const double e = relativeError(v, [&](size_t i) { return (*ref)[i]; }, ref->size(), {});
         return {!(e <= f.tolerance), e, "double"};
       }
-      const double sampled = relativeError(v, [&](size_t i) { return sampledRef[i]; }, samples.size(), samples);
-      Verdict best{!(sampled <= f.tolerance), sampled, "double (256 samples)"};
+      const double onSamples =
+          samples.empty() ? 0 : relativeError(v, [&](size_t i) { return sampledRef[i]; }, samples.size(), samples);
+      Verdict best{!(onSamples <= f.tolerance), onSamples, samples.empty() ? "no peer" : "double (256 samples)"};
       if (best.bad) return best;
       bool first = true;
       size_t worst = 0;
@@ -972,13 +1029,13 @@ class Driver {
         }
         first = false;
       }
-      if (best.bad && worst < v.size()) {
+      if (best.bad && worst < v.size() && !samples.empty()) {
         // Disagreeing with every peer: the entry where they differ most, in double, says who is wrong.
         const double exact = reference(figure, {static_cast<int64_t>(worst)})[0];
         double scale = 0;
         for (double r : sampledRef) scale = std::max(scale, std::fabs(r));
         const double e = std::fabs(double(v[worst]) - exact) / (scale > 0 ? scale : 1);
-        const int64_t n = figure.dims[1];
+        const int64_t n = figure.kind == "gemm" ? figure.dims[1] : std::numeric_limits<int64_t>::max();
         if (e <= f.tolerance)
           return {false, e, "double at [" + std::to_string(worst / n) + "," + std::to_string(worst % n) + "], where " +
                                 best.against + " is off by " + std::to_string(best.err)};

@@ -1,6 +1,7 @@
 // radix-bench-cpu's oneDNN peer (a child process; see bench_worker.h): dnnl_sgemm for f32 GEMM
 // and GEMV, the matmul primitive for bf16 (bf16 in and out, f32 accumulation), and the softmax
-// and eltwise (tanh, gelu_tanh) primitives, and causal attention unfused (matmul, softmax, matmul). Plain row-major layouts, as Radix gets them.
+// and eltwise (tanh, gelu_tanh) primitives, causal attention unfused (matmul, softmax, matmul),
+// and the convolution (NCHW, weights reordered once). Plain row-major layouts, as Radix gets them.
 // oneDNN runs on libgomp, which reads OMP_NUM_THREADS when it loads: the driver sets it.
 #include <dlfcn.h>
 
@@ -83,6 +84,47 @@ class OneDnn : public bench::Backend {
       return "";
     }
     if (f.kind == "attention") return setupAttention(f);
+    if (f.kind == "conv") {
+      // NCHW source and destination as Radix gets them; the weights in the layout oneDNN
+      // prefers, reordered once here (as a framework does at load time).
+      const bench::Conv c = bench::convOf(f);
+      const bool bf16 = f.dtype == "bf16";
+      const dt type = bf16 ? dt::bf16 : dt::f32;
+      const int64_t o = c.out();
+      dnnl::memory::desc src({c.batch, c.cin, c.hw, c.hw}, type, tag::nchw), dst({c.batch, c.cout, o, o}, type, tag::nchw);
+      dnnl::memory::desc weiPlain({c.cout, c.cin, c.k, c.k}, type, tag::oihw), weiAny({c.cout, c.cin, c.k, c.k}, type, tag::any);
+      auto pd = dnnl::convolution_forward::primitive_desc(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+                                          weiAny, dst, {c.stride, c.stride}, {c.pad, c.pad}, {c.pad, c.pad}),
+          engine_);
+      const std::vector<float> x = bench::benchValues(c.batch * c.cin * c.hw * c.hw, bench::kSeedA);
+      const std::vector<float> w = bench::benchValues(c.cout * c.cin * c.k * c.k, bench::kSeedB);
+      if (bf16) {
+        srcBf16_ = toBf16(x);
+        weiBf16_.assign(1, toBf16(w));
+        outBf16_.assign(c.outputs(), 0);
+        bf16Out_ = true;
+      } else {
+        a_ = x;
+        b_ = w;
+        outF32_.assign(c.outputs(), 0.0f);
+      }
+      void* srcData = bf16 ? static_cast<void*>(srcBf16_.data()) : a_.data();
+      void* weiData = bf16 ? static_cast<void*>(weiBf16_[0].data()) : b_.data();
+      void* dstData = bf16 ? static_cast<void*>(outBf16_.data()) : outF32_.data();
+      auto srcMem = std::make_shared<dnnl::memory>(src, engine_, srcData);
+      auto dstMem = std::make_shared<dnnl::memory>(dst, engine_, dstData);
+      dnnl::memory plainW(weiPlain, engine_, weiData);
+      auto weiMem = std::make_shared<dnnl::memory>(pd.weights_desc(), engine_);
+      dnnl::reorder(plainW, *weiMem).execute(stream_, plainW, *weiMem);
+      stream_.wait();
+      auto prim = std::make_shared<dnnl::convolution_forward>(pd);
+      run_ = [=, this] {
+        prim->execute(stream_, {{DNNL_ARG_SRC, *srcMem}, {DNNL_ARG_WEIGHTS, *weiMem}, {DNNL_ARG_DST, *dstMem}});
+        stream_.wait();
+      };
+      return "";
+    }
     if (f.dtype != "f32") return "no " + f.dtype + " " + f.kind + " here";
     if (f.kind == "softmax" || f.kind == "tanh" || f.kind == "gelu") {
       const bool softmax = f.kind == "softmax";

@@ -63,6 +63,68 @@ def tensor(dims, seed, dtype, scale=1.0, offset=0.0):
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 
 
+class BasicBlock(torch.nn.Module):
+    def __init__(self, cin, w, stride):
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(cin, w, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(w)
+        self.conv2 = nn.Conv2d(w, w, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(w)
+        self.downsample = None
+        if stride != 1 or cin != w:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, w, 1, stride, bias=False), nn.BatchNorm2d(w))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (self.downsample(x) if self.downsample is not None else x))
+
+
+class ResNet18(torch.nn.Module):
+    """torchvision's resnet18, as bench/resnet18.h (examples/resnet/resnet.h) builds it."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        cin = 64
+        for s in range(4):
+            w = 64 << s
+            blocks = [BasicBlock(cin, w, 2 if s > 0 else 1), BasicBlock(w, w, 1)]
+            setattr(self, f"layer{s + 1}", nn.Sequential(*blocks))
+            cin = w
+        self.fc = nn.Linear(512, 1000)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 3, 2, 1)
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def init_scale(name, shape):
+    """bench/resnet18.h's initScale: (scale, offset) of a parameter's values."""
+    if len(shape) >= 2:
+        return float(np.sqrt(6.0 / int(np.prod(shape[1:])))), 0.0
+    if name.endswith("running_var") or name.endswith(("bn1.weight", "bn2.weight", "downsample.1.weight")):
+        return 0.25, 1.0
+    return 0.1, 0.0
+
+
+def resnet18():
+    model = ResNet18().eval()
+    state = model.state_dict()
+    seed = 1000
+    for name, t in state.items():
+        if name.endswith("num_batches_tracked"):
+            continue
+        scale, offset = init_scale(name, tuple(t.shape))
+        t.copy_(torch.from_numpy(bench_values(t.numel(), seed, scale, offset).reshape(tuple(t.shape))))
+        seed += 1
+    return model
+
+
 class Peer:
     def __init__(self):
         self.fn = None
@@ -85,6 +147,16 @@ class Peer:
             n, k = dims
             w, x = [tensor((n, k), SEED_W, dt) for _ in range(copies)], tensor((k,), SEED_X, dt)
             self.fn = lambda: torch.mv(w[next(calls) % copies], x)
+        elif kind == "conv":
+            b, cin, hw, cout, k, stride, pad = dims
+            x = tensor((b, cin, hw, hw), SEED_A, dt)
+            w = tensor((cout, cin, k, k), SEED_B, dt)
+            self.fn = lambda: F.conv2d(x, w, stride=stride, padding=pad)
+        elif kind == "resnet18" and dt == torch.float32:
+            b, hw = dims
+            model = resnet18()
+            x = tensor((b, 3, hw, hw), SEED_A, dt)
+            self.fn = lambda: model(x)
         elif kind == "softmax" and dt == torch.float32:
             x = tensor(tuple(dims), SEED_SOFTMAX, dt, ACTIVATION_SCALE)
             self.fn = lambda: torch.softmax(x, dim=1)

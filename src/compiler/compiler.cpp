@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "compiler/cache.h"
+#include "compiler/kernels/conv_lower.h"
 #include "compiler/kernels/lower.h"
 #include "compiler/profile_sites.h"
 #include "compiler/shard.h"
@@ -521,7 +522,8 @@ static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
   // Without profiling the key is unchanged, so are the entries of earlier builds.
   return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|" + kPipelineVersion +
          "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads) + "|extra " + o.extraPasses +
-         (profileOn(o) ? "|profile" : "") + (fusedAttentionOn() ? "" : "|composed-attention");
+         (profileOn(o) ? "|profile" : "") + (fusedAttentionOn() ? "" : "|composed-attention") +
+         (kernels::convKernelsEnabled() ? "" : "|conv-loops");
 }
 
 namespace {
@@ -632,6 +634,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     if (fusedAttentionOn())
       kernels::lowerAttentionToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (profile) sites = instrumentProfile(*lowered);
+    kernels::lowerConvolutionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     kernels::lowerContractionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");

@@ -14,6 +14,7 @@
 #include <limits>
 #include <mutex>
 
+#include "compiler/kernels/conv_lower.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -50,6 +51,7 @@ constexpr int64_t kMinParallelRowIterations = 1 << 15;
 bool isRowFusable(mlir::linalg::LinalgOp op) {
   if (!op || !op.hasPureTensorSemantics() || op->getNumResults() != 1) return false;
   if (mlir::linalg::isaContractionOpInterface(op) || mlir::linalg::isaConvolutionOpInterface(op)) return false;
+  if (radix::kernels::convKernelsEnabled() && radix::kernels::isWindowKernelOp(op)) return false;  // conv_lower.cpp
   if (!mlir::isa<mlir::TilingInterface>(op.getOperation())) return false;
   for (int64_t range : op.getStaticLoopRanges())
     if (mlir::ShapedType::isDynamic(range)) return false;

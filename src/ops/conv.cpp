@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "ops/common.h"
 
 namespace radix {
@@ -100,6 +102,22 @@ mlir::Value padAndSpread(TraceContext& c, mlir::Location loc, mlir::Value x, con
   return generic.getResult(0);
 }
 
+/// An operand the window op must read from memory: elementwise fusion would otherwise pull its
+/// producer (the padding's gather, a ReLU) into the op's body, recomputed for every window tap,
+/// and the op would no longer be a convolution or pooling the kernels (compiler/kernels/conv*)
+/// recognise. As dotGeneral's operands (contract.cpp): arguments and calls' and reductions'
+/// results are read in place; anything else is copied first (bufferization.alloc_tensor).
+mlir::Value materialized(TraceContext& c, mlir::Location loc, mlir::Value v) {
+  mlir::Value root = v;
+  while (auto ext = root.getDefiningOp<mlir::arith::ExtFOp>()) root = ext.getIn();
+  mlir::Operation* def = root.getDefiningOp();
+  bool fusable = def && !mlir::isa<mlir::func::CallOp>(def);
+  if (auto linalgOp = mlir::dyn_cast_or_null<mlir::linalg::LinalgOp>(def)) fusable = linalgOp.getNumReductionLoops() == 0;
+  auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+  if (!fusable || type.getNumElements() == 0) return v;
+  return mlir::bufferization::AllocTensorOp::create(c.builder(), loc, type, mlir::ValueRange{}, v).getResult();
+}
+
 /// The axes of a convolution operand: {first, second, spatial...}.
 std::vector<int64_t> convLayout(const char* op, const Shape& s, Axis first, Axis second, const std::vector<Axis>& spatial,
                                 const char* firstName, const char* secondName, const char* which) {
@@ -171,10 +189,16 @@ Tensor convolve(const Tensor& x, const Tensor& kernel, const Tensor::ConvOptions
   for (int64_t i = 0; i < rank; ++i) tags.push_back(a.tag(i));
   const Shape out = Shape(dims, a.dtype()).withTags(tags);
 
+  // An axis with one output position reads exactly one window: the padded input is cut to it,
+  // as the loop ranges otherwise disagree once unit-dim folding leaves the window's loop alone.
+  Pads used = pads;
+  for (int64_t i = 0; i < ns; ++i)
+    if (dims[in[2 + i]] == 1)
+      used[i].second = spread(w.dim(ker[2 + i]), rhsDilation[i]) - pads[i].first - spread(a.dim(in[2 + i]), lhsDilation[i]);
   auto loc = c.loc(where, op);
   Shape padded;
-  mlir::Value input = padAndSpread(c, loc, c.value(x, op), a, std::vector<int64_t>(in.begin() + 2, in.end()), pads,
-                                   lhsDilation, 0, padded);
+  mlir::Value input = materialized(c, loc, padAndSpread(c, loc, c.value(x, op), a, std::vector<int64_t>(in.begin() + 2, in.end()),
+                                                        used, lhsDilation, 0, padded));
   const DType acc = accumulatorOf(a.dtype());
   // Loops: the output's axes, then the group's input feature, then the kernel's spatial axes.
   const int64_t loops = rank + 1 + ns, feature = rank;
@@ -254,9 +278,13 @@ Tensor pool(const Tensor& x, const Tensor::PoolOptions& o, Pool kind, const char
     if (isFloat(dt)) lowest = -std::numeric_limits<double>::infinity();
     else if (isSignedInt(dt)) lowest = -std::ldexp(1.0, static_cast<int>(sizeOf(dt) * 8 - 1));
   }
+  Pads used = pads;  // as in convolve: one output position reads exactly one window
+  for (size_t p = 0; p < np; ++p)
+    if (dims[axes[p]] == 1) used[p].second = spread(window[p], dilation[p]) - pads[p].first - s.dim(axes[p]);
   auto loc = c.loc(where, op);
   Shape padded;
-  mlir::Value input = padAndSpread(c, loc, c.value(x, op), s, axes, pads, std::vector<int64_t>(np, 1), lowest, padded);
+  mlir::Value input =
+      materialized(c, loc, padAndSpread(c, loc, c.value(x, op), s, axes, used, std::vector<int64_t>(np, 1), lowest, padded));
   const DType acc = kind == Pool::avg ? accumulatorOf(dt) : dt;
   const int64_t rank = s.rank(), loops = rank + static_cast<int64_t>(np);
   auto d = [&](int64_t i) { return mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir()); };

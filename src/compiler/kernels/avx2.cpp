@@ -66,4 +66,11 @@ namespace radix::kernels {
 Path runAvx2(const Problem& p, int threads) { return runWith<V256, CfgF32>(p, threads); }
 }  // namespace radix::kernels
 
+#include "compiler/kernels/conv_impl.h"
+
+namespace radix::kernels {
+void runConvGemmAvx2(const ConvGemmPlan& p, int threads) { convGemm<CfgF32>(p, threads); }
+void runConvDirectAvx2(const ConvDirectPlan& p, int threads) { convDirect(p, threads); }
+}  // namespace radix::kernels
+
 #pragma clang attribute pop

@@ -146,4 +146,16 @@ Path runAvx512(const Problem& p, int threads, bool bf16) {
 }
 }  // namespace radix::kernels
 
+#include "compiler/kernels/conv_impl.h"
+
+namespace radix::kernels {
+void runConvGemmAvx512(const ConvGemmPlan& p, int threads, bool bf16) {
+  if (bf16 && p.xType == Elem::bf16 && p.yType == Elem::bf16)
+    convGemm<CfgBf16>(p, threads);
+  else
+    convGemm<CfgF32>(p, threads);
+}
+void runConvDirectAvx512(const ConvDirectPlan& p, int threads) { convDirect(p, threads); }
+}  // namespace radix::kernels
+
 #pragma clang attribute pop

@@ -263,3 +263,14 @@ int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target
 }
 
 }  // namespace radix::kernels
+
+namespace radix::kernels {
+
+Isa kernelIsa(const KernelTarget& target) { return isaOf(target); }
+
+bool isMulAddGeneric(mlir::Operation* op) {
+  auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+  return generic && generic.getNumDpsInputs() == 2 && generic.getNumDpsInits() == 1 && isMulAddBody(generic);
+}
+
+}  // namespace radix::kernels

@@ -38,4 +38,10 @@ int attentionIsaFor(const KernelTarget& target);
 /// True when lowerContractionsToKernels would replace `op` with a kernel call.
 bool isKernelContraction(mlir::Operation* op);
 
+/// The Isa that compiled code for `target` passes to the kernels.
+Isa kernelIsa(const KernelTarget& target);
+
+/// True for a linalg.generic (2 inputs, 1 init) whose body is acc + ext(a) * ext(b).
+bool isMulAddGeneric(mlir::Operation* op);
+
 }  // namespace radix::kernels

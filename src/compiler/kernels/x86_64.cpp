@@ -59,3 +59,10 @@ struct CfgF32 {
 namespace radix::kernels {
 Path runX86_64(const Problem& p, int threads) { return runWith<V128, CfgF32>(p, threads); }
 }  // namespace radix::kernels
+
+#include "compiler/kernels/conv_impl.h"
+
+namespace radix::kernels {
+void runConvGemmX86_64(const ConvGemmPlan& p, int threads) { convGemm<CfgF32>(p, threads); }
+void runConvDirectX86_64(const ConvDirectPlan& p, int threads) { convDirect(p, threads); }
+}  // namespace radix::kernels

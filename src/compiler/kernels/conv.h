@@ -1,0 +1,98 @@
+#pragma once
+// Convolutions on the GEMM kernels (no MLIR). Compiled code calls radix_kernel_conv with a
+// descriptor of the convolution's loops: each loop's size and its strides in the input (A), the
+// kernel (B) and the output (C), grouped as M (input and output: batch, output positions), N
+// (kernel and output: output features), K (input and kernel: reduction) and G (groups). Each
+// group is one GEMM whose operands are read through offset tables (implicit GEMM: the im2col
+// happens in the packing of A or B); depthwise groups run a direct kernel. conv_dispatch.cpp
+// plans the call (tables, orientation, path); the ISA TUs (conv_impl.h) run the plans.
+#include <cstdint>
+
+#include "compiler/kernels/kernels.h"
+
+namespace radix::kernels {
+
+/// One loop of a convolution: its size and strides (in elements) in A, B and C.
+struct ConvDim {
+  int64_t size = 1, sa = 0, sb = 0, sc = 0;
+};
+
+/// C[m, n] += sum_k A[m, k] B[k, n] for each group, every index a list of loops.
+struct ConvProblem {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  float* c = nullptr;
+  Elem aType = Elem::f32, bType = Elem::f32;
+  ConvDim group;  // the group loop (size 1 when ungrouped)
+  int nm = 0, nn = 0, nk = 0;
+  static constexpr int kMaxDims = 12;
+  ConvDim m[kMaxDims], n[kMaxDims], k[kMaxDims];
+};
+
+/// Paths a convolution call took (tests prove the kernel path ran).
+enum class ConvPath : int32_t { gemm = 0, direct = 1, plain = 2, pool = 3 };
+constexpr int kConvPathCount = 4;
+/// Calls of radix_kernel_conv that took `path` since the process started.
+uint64_t convCallCount(ConvPath path);
+
+/// One group's GEMM C[i, j] += X[i, k] Y[k, j] through offset tables (conv_dispatch.cpp builds
+/// them): X[i, k] = x[xRow[i] + xK[k]], Y[k, j] = y[yK[k] + yCol[j]], C[i, j] = c[cRow[i] +
+/// cCol[j]]; from column j on, yRun[j] columns of Y's row are equally spaced, yStep[j] apart
+/// (1: consecutive elements). Group g
+/// moves x, y and c by g * gx, gy, gc elements.
+struct ConvGemmPlan {
+  const void* x = nullptr;
+  const void* y = nullptr;
+  float* c = nullptr;
+  Elem xType = Elem::f32, yType = Elem::f32;
+  int64_t groups = 1, gx = 0, gy = 0, gc = 0;
+  int64_t m = 0, n = 0, k = 0;
+  const int64_t *xRow = nullptr, *xK = nullptr, *yK = nullptr, *yCol = nullptr, *cRow = nullptr, *cCol = nullptr;
+  const int32_t *yRun = nullptr, *yStep = nullptr;
+};
+
+/// What the direct kernel folds into C: A * B (convolutions), max(C, A) or C + A (pooling).
+enum class DirectOp : int32_t { mulAdd = 0, max = 1, sum = 2 };
+
+/// The direct kernel: for each of `outer` output rows o and each of `kn` window taps t,
+/// C[oc[o] + v * vsc] += A[oa[o] + ka[t] + v * vsa] * B[ob[o] + kb[t] + v * vsb] for v < vn
+/// (or max / sum of A alone for pooling).
+struct ConvDirectPlan {
+  DirectOp op = DirectOp::mulAdd;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  float* c = nullptr;
+  Elem aType = Elem::f32, bType = Elem::f32;
+  int64_t outer = 0, kn = 0, vn = 1, vsa = 0, vsb = 0, vsc = 0;
+  const int64_t *oa = nullptr, *ob = nullptr, *oc = nullptr, *ka = nullptr, *kb = nullptr;
+};
+
+/// Per ISA TU: the tabled GEMM (bf16 pairs where the ISA has them) and the direct kernel.
+void runConvGemmX86_64(const ConvGemmPlan& p, int threads);
+void runConvGemmAvx2(const ConvGemmPlan& p, int threads);
+void runConvGemmAvx512(const ConvGemmPlan& p, int threads, bool bf16);
+void runConvDirectX86_64(const ConvDirectPlan& p, int threads);
+void runConvDirectAvx2(const ConvDirectPlan& p, int threads);
+void runConvDirectAvx512(const ConvDirectPlan& p, int threads);
+
+/// Descriptor layout (i64 words): version, types (aType | bType << 8), nm, nn, nk, then the
+/// group dim and the nm + nn + nk dims as (size, sa, sb, sc).
+constexpr int64_t kConvDescVersion = 1;
+constexpr int kConvDescHeader = 5;
+/// Pooling descriptor: version, aType, DirectOp, parallel dims, window dims, then each dim as
+/// (size, sa, sc).
+constexpr int kPoolDescHeader = 5;
+
+}  // namespace radix::kernels
+
+extern "C" {
+/// The symbol compiled code calls for a convolution: base addresses and element offsets of the
+/// input, kernel and output buffers, the address of the descriptor (kConvDesc* layout), the
+/// thread count (0: one per core) and the compile target's Isa.
+void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase, int64_t bOffset, int64_t cBase, int64_t cOffset,
+                       int64_t desc, int64_t threads, int64_t isa);
+/// The symbol compiled code calls for max/avg pooling (the window sum; the scale stays a
+/// linalg op): input and output as above, the address of a kPoolDesc* descriptor.
+void radix_kernel_pool(int64_t aBase, int64_t aOffset, int64_t cBase, int64_t cOffset, int64_t desc, int64_t threads,
+                       int64_t isa);
+}

@@ -1,0 +1,276 @@
+// radix_kernel_conv: decodes the descriptor compiled code passes, plans the call (plain GEMM for
+// 1x1 kernels, the direct kernel for depthwise, else the tabled GEMM with its offset tables),
+// lowers the ISA to what this CPU runs, picks the thread count and counts the call.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "compiler/kernels/conv.h"
+
+namespace radix::kernels {
+
+namespace {
+std::atomic<uint64_t> convCounters[kConvPathCount];
+}
+
+uint64_t convCallCount(ConvPath path) { return convCounters[static_cast<int>(path)].load(std::memory_order_relaxed); }
+
+namespace {
+
+// Offsets of every multi-index of `dims` (first outermost) for stride member `s`.
+std::vector<int64_t> offsetTable(const std::vector<ConvDim>& dims, int64_t ConvDim::*s) {
+  std::vector<int64_t> t{0};
+  for (const ConvDim& d : dims) {
+    std::vector<int64_t> next;
+    next.reserve(t.size() * static_cast<size_t>(d.size));
+    for (int64_t o : t)
+      for (int64_t i = 0; i < d.size; ++i) next.push_back(o + i * d.*s);
+    t.swap(next);
+  }
+  return t;
+}
+
+std::vector<ConvDim> sortedBy(const ConvDim* d, int n, int64_t ConvDim::*s) {
+  std::vector<ConvDim> v(d, d + n);
+  for (size_t i = 1; i < v.size(); ++i)  // insertion sort: stable, and at most 12 dims
+    for (size_t j = i; j > 0 && v[j - 1].*s < v[j].*s; --j) std::swap(v[j - 1], v[j]);
+  return v;
+}
+
+// Merges dims whose strides nest (outer first), dropping size-1 dims.
+std::vector<ConvDim> mergeDims(const std::vector<ConvDim>& dims) {
+  std::vector<ConvDim> out;
+  for (const ConvDim& d : dims) {
+    if (d.size == 1) continue;
+    if (!out.empty()) {
+      ConvDim& o = out.back();
+      if (o.sa == d.sa * d.size && o.sb == d.sb * d.size && o.sc == d.sc * d.size) {
+        o.size *= d.size;
+        o.sa = d.sa, o.sb = d.sb, o.sc = d.sc;
+        continue;
+      }
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+// The convolution as a plain strided GEMM (1x1 kernels, stride 1: no gather) when M, N and K
+// each collapse to one strided dim, plus at most one outer M or N dim (or the group) taken as
+// the GEMM's batch. C's unit stride goes on the GEMM's N.
+bool asPlainProblem(const ConvProblem& p, Problem& q) {
+  std::vector<ConvDim> roles[3] = {mergeDims(sortedBy(p.m, p.nm, &ConvDim::sc)), mergeDims(sortedBy(p.n, p.nn, &ConvDim::sc)),
+                                   mergeDims(sortedBy(p.k, p.nk, &ConvDim::sb))};
+  std::vector<ConvDim> batch;
+  if (p.group.size > 1) batch.push_back(p.group);
+  ConvDim one[3];
+  for (int r = 0; r < 3; ++r) {
+    if (roles[r].size() > (r == 2 ? 1u : 2u)) return false;  // a reduction dim is no batch
+    if (roles[r].size() == 2) batch.push_back(roles[r].front());
+    if (!roles[r].empty()) one[r] = roles[r].back();
+  }
+  if (batch.size() > 1) return false;
+  const ConvDim &m = one[0], &n = one[1], &k = one[2];
+  q.c = p.c, q.k = k.size;
+  if (m.sc == 1 && n.sc != 1) {  // C^T = B^T A^T
+    q.a = p.b, q.b = p.a, q.aType = p.bType, q.bType = p.aType;
+    q.m = n.size, q.n = m.size;
+    q.sam = n.sb, q.sak = k.sb, q.sbk = k.sa, q.sbn = m.sa, q.scm = n.sc, q.scn = m.sc;
+    if (!batch.empty()) q.batch = batch[0].size, q.sab = batch[0].sb, q.sbb = batch[0].sa, q.scb = batch[0].sc;
+  } else {
+    q.a = p.a, q.b = p.b, q.aType = p.aType, q.bType = p.bType;
+    q.m = m.size, q.n = n.size;
+    q.sam = m.sa, q.sak = k.sa, q.sbk = k.sb, q.sbn = n.sb, q.scm = m.sc, q.scn = n.sc;
+    if (!batch.empty()) q.batch = batch[0].size, q.sab = batch[0].sa, q.sbb = batch[0].sb, q.scb = batch[0].sc;
+  }
+  return true;
+}
+
+// Few outputs per group (depthwise): a GEMM would have N < 4.
+bool useDirect(const ConvProblem& p) {
+  int64_t n = 1;
+  for (int i = 0; i < p.nn; ++i) n *= p.n[i].size;
+  return p.group.size > 1 && n < 4;
+}
+
+struct DirectTables {
+  std::vector<int64_t> oa, ob, oc, ka, kb;
+};
+
+// The direct kernel's plan: the vector dim is C's unit-stride dim (else the last M dim).
+ConvDirectPlan directPlan(const ConvProblem& p, DirectTables& t) {
+  std::vector<ConvDim> par;
+  if (p.group.size > 1) par.push_back(p.group);
+  for (int i = 0; i < p.nn; ++i) par.push_back(p.n[i]);
+  for (int i = 0; i < p.nm; ++i) par.push_back(p.m[i]);
+  if (par.empty()) par.push_back(ConvDim{});
+  size_t v = par.size() - 1;
+  for (size_t i = 0; i < par.size(); ++i)
+    if (par[i].sc == 1) v = i;
+  const ConvDim vd = par[v];
+  par.erase(par.begin() + static_cast<std::ptrdiff_t>(v));
+  const std::vector<ConvDim> kd(p.k, p.k + p.nk);
+  t.oa = offsetTable(par, &ConvDim::sa), t.ob = offsetTable(par, &ConvDim::sb), t.oc = offsetTable(par, &ConvDim::sc);
+  t.ka = offsetTable(kd, &ConvDim::sa), t.kb = offsetTable(kd, &ConvDim::sb);
+  ConvDirectPlan d;
+  d.a = p.a, d.b = p.b, d.c = p.c, d.aType = p.aType, d.bType = p.bType;
+  d.outer = static_cast<int64_t>(t.oa.size()), d.kn = static_cast<int64_t>(t.ka.size());
+  d.vn = vd.size, d.vsa = vd.sa, d.vsb = vd.sb, d.vsc = vd.sc;
+  d.oa = t.oa.data(), d.ob = t.ob.data(), d.oc = t.oc.data(), d.ka = t.ka.data(), d.kb = t.kb.data();
+  return d;
+}
+
+struct GemmTables {
+  std::vector<int64_t> xRow, xK, yK, yCol, cRow, cCol;
+  std::vector<int32_t> yRun, yStep;
+};
+
+// The tabled GEMM's plan. The GEMM's columns are C's unit-stride side: the output features
+// (NHWC) or the output positions (NCHW, X is then the kernel and Y the gathered input).
+ConvGemmPlan gemmPlan(const ConvProblem& p, GemmTables& t) {
+  bool swap = false;
+  for (int i = 0; i < p.nm; ++i) swap = swap || (p.m[i].sc == 1 && p.m[i].size > 1);
+  for (int i = 0; i < p.nn; ++i)
+    if (p.n[i].sc == 1 && p.n[i].size > 1) swap = false;
+  const std::vector<ConvDim> md = sortedBy(p.m, p.nm, &ConvDim::sc), nd = sortedBy(p.n, p.nn, &ConvDim::sc);
+  const std::vector<ConvDim>& rows = swap ? nd : md;
+  const std::vector<ConvDim>& cols = swap ? md : nd;
+  int64_t ConvDim::*xs = swap ? &ConvDim::sb : &ConvDim::sa;
+  int64_t ConvDim::*ys = swap ? &ConvDim::sa : &ConvDim::sb;
+  const std::vector<ConvDim> kd = sortedBy(p.k, p.nk, ys);
+  t.xRow = offsetTable(rows, xs), t.cRow = offsetTable(rows, &ConvDim::sc);
+  t.yCol = offsetTable(cols, ys), t.cCol = offsetTable(cols, &ConvDim::sc);
+  t.xK = offsetTable(kd, xs), t.yK = offsetTable(kd, ys);
+  // Runs of equally spaced columns (a row of output positions at stride s reads every s-th
+  // input element), longest from each column on.
+  const size_t n = t.yCol.size();
+  t.yRun.assign(n, 1);
+  t.yStep.assign(n, 1);
+  for (size_t i = n > 0 ? n - 1 : 0; i-- > 0;) {
+    const int64_t d = t.yCol[i + 1] - t.yCol[i];
+    if (d > 0 && d < (int64_t{1} << 30) && (t.yRun[i + 1] == 1 || t.yStep[i + 1] == d)) {
+      t.yRun[i] = t.yRun[i + 1] + 1;
+      t.yStep[i] = static_cast<int32_t>(d);
+    }
+  }
+  ConvGemmPlan g;
+  g.x = swap ? p.b : p.a, g.y = swap ? p.a : p.b, g.c = p.c;
+  g.xType = swap ? p.bType : p.aType, g.yType = swap ? p.aType : p.bType;
+  g.groups = p.group.size, g.gx = p.group.*xs, g.gy = p.group.*ys, g.gc = p.group.sc;
+  g.m = static_cast<int64_t>(t.xRow.size()), g.n = static_cast<int64_t>(t.yCol.size()), g.k = static_cast<int64_t>(t.xK.size());
+  g.xRow = t.xRow.data(), g.xK = t.xK.data(), g.yK = t.yK.data(), g.yCol = t.yCol.data();
+  g.cRow = t.cRow.data(), g.cCol = t.cCol.data(), g.yRun = t.yRun.data(), g.yStep = t.yStep.data();
+  return g;
+}
+
+}  // namespace
+
+}  // namespace radix::kernels
+
+using namespace radix::kernels;
+
+extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase, int64_t bOffset, int64_t cBase,
+                                  int64_t cOffset, int64_t desc, int64_t threads, int64_t isa) {
+  const int64_t* d = reinterpret_cast<const int64_t*>(desc);
+  if (d[0] != kConvDescVersion) return;
+  ConvProblem p;
+  p.aType = static_cast<Elem>(d[1] & 0xff);
+  p.bType = static_cast<Elem>((d[1] >> 8) & 0xff);
+  if (d[2] < 0 || d[3] < 0 || d[4] < 0 || d[2] > ConvProblem::kMaxDims || d[3] > ConvProblem::kMaxDims ||
+      d[4] > ConvProblem::kMaxDims)
+    return;
+  p.nm = static_cast<int>(d[2]), p.nn = static_cast<int>(d[3]), p.nk = static_cast<int>(d[4]);
+  const int64_t* at = d + kConvDescHeader;
+  auto next = [&](ConvDim& x) {
+    x = {at[0], at[1], at[2], at[3]};
+    at += 4;
+  };
+  next(p.group);
+  double flops = 2.0 * static_cast<double>(p.group.size);
+  for (int i = 0; i < p.nm; ++i) next(p.m[i]), flops *= static_cast<double>(p.m[i].size);
+  for (int i = 0; i < p.nn; ++i) next(p.n[i]), flops *= static_cast<double>(p.n[i].size);
+  for (int i = 0; i < p.nk; ++i) next(p.k[i]), flops *= static_cast<double>(p.k[i].size);
+  if (!(flops > 0)) return;
+  const auto bytes = [](Elem e) { return e == Elem::f32 ? 4 : 2; };
+  p.a = reinterpret_cast<const char*>(aBase) + aOffset * bytes(p.aType);
+  p.b = reinterpret_cast<const char*>(bBase) + bOffset * bytes(p.bType);
+  p.c = reinterpret_cast<float*>(cBase) + cOffset;
+  const Isa run = static_cast<Isa>(std::min<int64_t>(isa, static_cast<int64_t>(hostIsa())));
+  int t = threads > 0 ? static_cast<int>(threads) : omp_get_max_threads();
+  if (omp_in_parallel() || flops < 1e6) t = 1;
+  t = std::max(t, 1);
+  // Isa values grow with the instruction sets: anything past avx512bf16 runs its kernels.
+  ConvPath path;
+  if (Problem q; asPlainProblem(p, q)) {
+    path = ConvPath::plain;
+    if (run >= Isa::avx512bf16)
+      runAvx512(q, t, true);
+    else if (run == Isa::avx512)
+      runAvx512(q, t, false);
+    else if (run == Isa::avx2)
+      runAvx2(q, t);
+    else
+      runX86_64(q, t);
+  } else if (useDirect(p)) {
+    path = ConvPath::direct;
+    DirectTables tables;
+    const ConvDirectPlan plan = directPlan(p, tables);
+    if (run >= Isa::avx512)
+      runConvDirectAvx512(plan, t);
+    else if (run == Isa::avx2)
+      runConvDirectAvx2(plan, t);
+    else
+      runConvDirectX86_64(plan, t);
+  } else {
+    path = ConvPath::gemm;
+    GemmTables tables;
+    const ConvGemmPlan plan = gemmPlan(p, tables);
+    if (run >= Isa::avx512bf16)
+      runConvGemmAvx512(plan, t, true);
+    else if (run == Isa::avx512)
+      runConvGemmAvx512(plan, t, false);
+    else if (run == Isa::avx2)
+      runConvGemmAvx2(plan, t);
+    else
+      runConvGemmX86_64(plan, t);
+  }
+  convCounters[static_cast<int>(path)].fetch_add(1, std::memory_order_relaxed);
+}
+
+extern "C" void radix_kernel_pool(int64_t aBase, int64_t aOffset, int64_t cBase, int64_t cOffset, int64_t desc,
+                                  int64_t threads, int64_t isa) {
+  const int64_t* d = reinterpret_cast<const int64_t*>(desc);
+  if (d[0] != kConvDescVersion || (d[2] != static_cast<int64_t>(DirectOp::max) && d[2] != static_cast<int64_t>(DirectOp::sum)))
+    return;
+  if (d[3] < 0 || d[4] < 0 || d[3] > ConvProblem::kMaxDims || d[4] > ConvProblem::kMaxDims) return;
+  ConvProblem p;
+  p.aType = p.bType = static_cast<Elem>(d[1] & 0xff);
+  p.nm = static_cast<int>(d[3]), p.nk = static_cast<int>(d[4]);
+  const int64_t* at = d + kPoolDescHeader;
+  double work = 1;
+  for (int i = 0; i < p.nm + p.nk; ++i, at += 3) {
+    ConvDim& x = i < p.nm ? p.m[i] : p.k[i - p.nm];
+    x = {at[0], at[1], 0, i < p.nm ? at[2] : 0};
+    work *= static_cast<double>(at[0]);
+  }
+  if (!(work > 0)) return;
+  const auto bytes = [](Elem e) { return e == Elem::f32 ? 4 : 2; };
+  p.a = reinterpret_cast<const char*>(aBase) + aOffset * bytes(p.aType);
+  p.c = reinterpret_cast<float*>(cBase) + cOffset;
+  DirectTables tables;
+  ConvDirectPlan plan = directPlan(p, tables);
+  plan.op = static_cast<DirectOp>(d[2]);
+  const Isa run = static_cast<Isa>(std::min<int64_t>(isa, static_cast<int64_t>(hostIsa())));
+  int t = threads > 0 ? static_cast<int>(threads) : omp_get_max_threads();
+  if (omp_in_parallel() || work < 1e6) t = 1;
+  t = std::max(t, 1);
+  if (run >= Isa::avx512)
+    runConvDirectAvx512(plan, t);
+  else if (run == Isa::avx2)
+    runConvDirectAvx2(plan, t);
+  else
+    runConvDirectX86_64(plan, t);
+  convCounters[static_cast<int>(ConvPath::pool)].fetch_add(1, std::memory_order_relaxed);
+}

@@ -1,0 +1,256 @@
+#pragma once
+// The ISA-independent half of the convolution kernels, included by each ISA TU after impl.h and
+// its Cfg structs (same rules as impl.h: everything in that TU's anonymous namespace, no
+// standard-library templates instantiated here). The plans come from conv_dispatch.cpp: the
+// tabled GEMM packs X and Y into the GEMM's panels through offset tables (that is the im2col)
+// and runs the GEMM's own micro-kernels; the direct kernel serves depthwise convolutions.
+#include "compiler/kernels/conv.h"
+
+namespace {
+
+using radix::kernels::ConvDirectPlan;
+using radix::kernels::ConvGemmPlan;
+using radix::kernels::DirectOp;
+
+inline uint16_t raw16(const void* base, int64_t i) { return static_cast<const uint16_t*>(base)[i]; }
+
+template <class Cfg, Elem EX>
+void convPackX(const ConvGemmPlan& g, const void* x, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+               typename Cfg::PackT* __restrict dst) {
+  constexpr int MR = Cfg::MR, P = Cfg::kPair;
+  const int64_t kcp = (kc + P - 1) / P * P;
+  const int64_t* xk = g.xK + k0;
+  for (int64_t ip = 0; ip < mc; ip += MR, dst += kcp * MR) {
+    const int mr = static_cast<int>(mc - ip < MR ? mc - ip : MR);
+    for (int r = 0; r < MR; ++r) {
+      if (r >= mr) {
+        for (int64_t k = 0; k < kcp; ++k) dst[(k / P) * MR * P + r * P + (k % P)] = 0;
+        continue;
+      }
+      const void* row = offsetPtr(x, EX, g.xRow[i0 + ip + r]);
+      if constexpr (P == 1) {
+        for (int64_t k = 0; k < kc; ++k) dst[k * MR + r] = loadScalar<EX>(row, xk[k]);
+      } else {
+        for (int64_t k = 0; k < kcp; ++k) dst[(k / 2) * MR * 2 + r * 2 + (k & 1)] = k < kc ? raw16(row, xk[k]) : uint16_t(0);
+      }
+    }
+  }
+}
+
+// Row by row of Y (a k), across all its panels: the gathers read runs of consecutive elements.
+template <class Cfg, Elem EY>
+void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+               typename Cfg::PackT* __restrict dst) {
+  constexpr int NR = Cfg::NR, P = Cfg::kPair;
+  const int64_t kcp = (kc + P - 1) / P * P;
+  const int64_t* col = g.yCol + j0;
+  const int32_t* run = g.yRun + j0;
+  const int32_t* stepOf = g.yStep + j0;
+  for (int64_t k = 0; k < kcp; ++k) {
+    const bool live = k < kc;
+    const void* row = live ? offsetPtr(y, EY, g.yK[k0 + k]) : nullptr;
+    for (int64_t q = 0; q < nc; q += NR) {
+      typename Cfg::PackT* d = dst + q * kcp + (k / P) * NR * P + (k % P);
+      const int nr = static_cast<int>(nc - q < NR ? nc - q : NR);
+      int j = 0;
+      if (live) {
+        while (j < nr) {
+          const int len = run[q + j] < nr - j ? run[q + j] : nr - j;
+          const int64_t at = col[q + j], step = stepOf[q + j];
+          if (step != 1 || len < 4) {  // strided (a stride-s convolution) or short: element by element
+            for (int t = 0; t < len; ++t) {
+              if constexpr (P == 1)
+                d[j + t] = loadScalar<EY>(row, at + t * step);
+              else
+                d[(j + t) * 2] = raw16(row, at + t * step);
+            }
+          } else if constexpr (P == 1) {
+            // Vector copies (widening f16/bf16): a loop here becomes a memcpy call per run.
+            using V = typename Cfg::V;
+            float* o = d + j;
+            int t = 0;
+            for (; t + V::W <= len; t += V::W) V::store(o + t, loadE<V, EY>(offsetPtr(row, EY, at + t)));
+            if (t < len) V::storeN(o + t, loadEN<V, EY>(offsetPtr(row, EY, at + t), len - t), len - t);
+          } else {
+            const uint16_t* s = static_cast<const uint16_t*>(row) + at;
+            for (int t = 0; t < len; ++t) d[(j + t) * 2] = s[t];
+          }
+          j += len;
+        }
+      }
+      for (; j < NR; ++j) d[j * P] = 0;
+    }
+  }
+}
+
+// The constant step between n consecutive table entries, or false.
+inline bool regularStep(const int64_t* t, int n, int64_t& step) {
+  step = n > 1 ? t[1] - t[0] : 0;
+  for (int i = 2; i < n; ++i)
+    if (t[i] - t[i - 1] != step) return false;
+  return true;
+}
+
+template <class Cfg, Elem EX, Elem EY>
+void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  using PackT = typename Cfg::PackT;
+  constexpr int MR = Cfg::MR, NR = Cfg::NR, P = Cfg::kPair;
+  static thread_local GemmScratch<Cfg> scratch;
+  const void* x = offsetPtr(g.x, EX, gi * g.gx);
+  const void* y = offsetPtr(g.y, EY, gi * g.gy);
+  float* c = g.c + gi * g.gc;
+  const int64_t kp = (g.k + P - 1) / P * P, mp = (i1 - i0 + MR - 1) / MR * MR, np = (j1 - j0 + NR - 1) / NR * NR;
+  const int64_t kcMax = Cfg::KC < kp ? Cfg::KC : kp, mcMax = Cfg::MC < mp ? Cfg::MC : mp, ncMax = Cfg::NC < np ? Cfg::NC : np;
+  PackT* ap = static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
+  // Unlike the GEMM's B (read along its rows), Y is gathered: an L2-sized block of it keeps
+  // both the gather's reads and the packed panels in L2.
+  constexpr int64_t kYBlockElements = 64 * 1024;
+  const int64_t ncFit = kYBlockElements / kcMax / NR * NR;
+  const int64_t ncBlock = ncFit < NR ? NR : ncFit > ncMax ? ncMax : ncFit;
+  PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncBlock * kcMax));
+  for (int64_t jc = j0; jc < j1; jc += ncBlock) {
+    const int64_t nc = j1 - jc < ncBlock ? j1 - jc : ncBlock;
+    for (int64_t pc = 0; pc < g.k; pc += Cfg::KC) {
+      const int64_t kc = g.k - pc < Cfg::KC ? g.k - pc : Cfg::KC;
+      const int64_t kcp = (kc + P - 1) / P * P;
+      convPackY<Cfg, EY>(g, y, pc, kc, jc, nc, bp);
+      for (int64_t ic = i0; ic < i1; ic += Cfg::MC) {
+        const int64_t mc = i1 - ic < Cfg::MC ? i1 - ic : Cfg::MC;
+        convPackX<Cfg, EX>(g, x, ic, mc, pc, kc, ap);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int nr = static_cast<int>(nc - jr < NR ? nc - jr : NR);
+          const int64_t j = jc + jr;
+          int64_t colStep;
+          const bool colsRegular = regularStep(g.cCol + j, nr, colStep);
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int mr = static_cast<int>(mc - ir < MR ? mc - ir : MR);
+            const int64_t i = ic + ir;
+            int64_t rowStep;
+            if (colsRegular && regularStep(g.cRow + i, mr, rowStep)) {
+              Cfg::micro(kcp / P, ap + ir * kcp, bp + jr * kcp, c + g.cRow[i] + g.cCol[j], rowStep, colStep, mr, nr);
+              continue;
+            }
+            alignas(64) float tile[MR * NR] = {};
+            Cfg::micro(kcp / P, ap + ir * kcp, bp + jr * kcp, tile, NR, 1, mr, nr);
+            for (int r = 0; r < mr; ++r)
+              for (int q = 0; q < nr; ++q) c[g.cRow[i + r] + g.cCol[j + q]] += tile[r * NR + q];
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class Cfg, Elem EX, Elem EY>
+void convGemmTyped(const ConvGemmPlan& g, int threads) {
+  Problem shape;
+  shape.batch = g.groups, shape.m = g.m, shape.n = g.n;
+  splitWork(shape, threads, Cfg::MR, Cfg::NR, [&](int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    convBlock<Cfg, EX, EY>(g, gi, i0, i1, j0, j1);
+  });
+}
+
+template <class Cfg>
+void convGemm(const ConvGemmPlan& g, int threads) {
+  auto withY = [&]<Elem EX>() {
+    switch (g.yType) {
+      case Elem::f32: return convGemmTyped<Cfg, EX, Elem::f32>(g, threads);
+      case Elem::f16: return convGemmTyped<Cfg, EX, Elem::f16>(g, threads);
+      case Elem::bf16: return convGemmTyped<Cfg, EX, Elem::bf16>(g, threads);
+    }
+  };
+  switch (g.xType) {
+    case Elem::f32: return withY.template operator()<Elem::f32>();
+    case Elem::f16: return withY.template operator()<Elem::f16>();
+    case Elem::bf16: return withY.template operator()<Elem::bf16>();
+  }
+}
+
+// One output row of the direct kernel, in chunks of kChunk along the vector dim.
+template <Elem EA, Elem EB>
+void convDirectRow(const ConvDirectPlan& p, int64_t o) {
+  constexpr int64_t kChunk = 256;
+  alignas(64) float acc[kChunk];
+  for (int64_t t0 = 0; t0 < p.vn; t0 += kChunk) {
+    const int64_t len = p.vn - t0 < kChunk ? p.vn - t0 : kChunk;
+    float* out = p.c + p.oc[o] + t0 * p.vsc;
+    if (p.op == DirectOp::mulAdd) {
+      for (int64_t t = 0; t < len; ++t) acc[t] = 0;
+    } else {
+      for (int64_t t = 0; t < len; ++t) acc[t] = out[t * p.vsc];
+    }
+    for (int64_t k = 0; k < p.kn; ++k) {
+      const int64_t a0 = p.oa[o] + p.ka[k] + t0 * p.vsa;
+      if (p.op == DirectOp::max) {
+        // NaN propagates, as arith.maximumf.
+        if (p.vsa == 1) {
+          for (int64_t t = 0; t < len; ++t) {
+            const float v = loadScalar<EA>(p.a, a0 + t);
+            acc[t] = (acc[t] > v || acc[t] != acc[t]) ? acc[t] : v;
+          }
+        } else {
+          for (int64_t t = 0; t < len; ++t) {
+            const float v = loadScalar<EA>(p.a, a0 + t * p.vsa);
+            acc[t] = (acc[t] > v || acc[t] != acc[t]) ? acc[t] : v;
+          }
+        }
+        continue;
+      }
+      if (p.op == DirectOp::sum) {
+        if (p.vsa == 1) {
+          for (int64_t t = 0; t < len; ++t) acc[t] += loadScalar<EA>(p.a, a0 + t);
+        } else {
+          for (int64_t t = 0; t < len; ++t) acc[t] += loadScalar<EA>(p.a, a0 + t * p.vsa);
+        }
+        continue;
+      }
+      const int64_t b0 = p.ob[o] + p.kb[k] + t0 * p.vsb;
+      if (p.vsb == 0) {
+        const float w = loadScalar<EB>(p.b, b0);
+        if (p.vsa == 1) {
+          for (int64_t t = 0; t < len; ++t) acc[t] += loadScalar<EA>(p.a, a0 + t) * w;
+        } else {
+          for (int64_t t = 0; t < len; ++t) acc[t] += loadScalar<EA>(p.a, a0 + t * p.vsa) * w;
+        }
+      } else if (p.vsa == 1 && p.vsb == 1) {
+        for (int64_t t = 0; t < len; ++t) acc[t] += loadScalar<EA>(p.a, a0 + t) * loadScalar<EB>(p.b, b0 + t);
+      } else {
+        for (int64_t t = 0; t < len; ++t) acc[t] += loadScalar<EA>(p.a, a0 + t * p.vsa) * loadScalar<EB>(p.b, b0 + t * p.vsb);
+      }
+    }
+    if (p.op != DirectOp::mulAdd) {
+      for (int64_t t = 0; t < len; ++t) out[t * p.vsc] = acc[t];
+    } else if (p.vsc == 1) {
+      for (int64_t t = 0; t < len; ++t) out[t] += acc[t];
+    } else {
+      for (int64_t t = 0; t < len; ++t) out[t * p.vsc] += acc[t];
+    }
+  }
+}
+
+template <Elem EA, Elem EB>
+void convDirectTyped(const ConvDirectPlan& p, int threads) {
+  if (threads <= 1 || p.outer < 2) {
+    for (int64_t o = 0; o < p.outer; ++o) convDirectRow<EA, EB>(p, o);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t o = 0; o < p.outer; ++o) convDirectRow<EA, EB>(p, o);
+}
+
+inline void convDirect(const ConvDirectPlan& p, int threads) {
+  auto withB = [&]<Elem EA>() {
+    switch (p.bType) {
+      case Elem::f32: return convDirectTyped<EA, Elem::f32>(p, threads);
+      case Elem::f16: return convDirectTyped<EA, Elem::f16>(p, threads);
+      case Elem::bf16: return convDirectTyped<EA, Elem::bf16>(p, threads);
+    }
+  };
+  switch (p.aType) {
+    case Elem::f32: return withB.template operator()<Elem::f32>();
+    case Elem::f16: return withB.template operator()<Elem::f16>();
+    case Elem::bf16: return withB.template operator()<Elem::bf16>();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,438 @@
+// Convolutions on the GEMM kernels (src/compiler/kernels/conv*): each case against a naive
+// double reference and against the generic loop lowering (RADIX_CONV_KERNELS=0, the
+// reference path), on odd shapes, strides, padding, dilation, groups (depthwise included),
+// 1-D/2-D/3-D, NCHW and NHWC, f32 and bf16, for the host's ISA and the lower ones it runs
+// (CompileOptions::targetCpu). The path counters prove the kernel ran.
+#include <gtest/gtest.h>
+#include <radix/radix.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "compiler/kernels/conv.h"
+#include "compiler/kernels/kernels.h"
+
+namespace {
+
+using radix::DType;
+using radix::Shape;
+using radix::Tensor;
+namespace kernels = radix::kernels;
+using Dims = std::vector<int64_t>;
+using Path = kernels::ConvPath;
+
+struct Case {
+  const char* name;
+  int64_t batch, channels, outputs;
+  Dims spatial, kernel, strides, dilation;
+  std::vector<std::pair<int64_t, int64_t>> padding;
+  int64_t groups;
+  bool nhwc;
+  Path path;
+};
+
+// Logical index order everywhere: {b, c, spatial...} for data, {o, i, k...} for kernels.
+const std::vector<Case>& cases() {
+  static const std::vector<Case> c = {
+      {"1d_plain", 1, 3, 5, {17}, {3}, {1}, {1}, {}, 1, false, Path::gemm},
+      {"1d_stride2_pad_dilation", 3, 5, 7, {23}, {3}, {2}, {2}, {{2, 1}}, 1, false, Path::gemm},
+      {"1d_nhwc", 3, 9, 11, {19}, {4}, {1}, {1}, {{1, 2}}, 1, true, Path::gemm},
+      {"2d_3x3_s1_pad", 1, 9, 13, {11, 10}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
+      {"2d_3x3_s2_batch3", 3, 5, 10, {13, 9}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
+      {"2d_nhwc_s2", 3, 7, 17, {12, 9}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {0, 1}}, 1, true, Path::gemm},
+      {"2d_nhwc_dilation", 1, 6, 9, {13, 11}, {3, 2}, {1, 2}, {2, 1}, {{2, 2}, {0, 0}}, 1, true, Path::gemm},
+      // K = 40 * 9 = 360: two K blocks of the packing.
+      {"2d_k360_nchw", 1, 40, 7, {9, 8}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
+      {"2d_k360_nhwc", 3, 40, 19, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, true, Path::gemm},
+      {"2d_7x7_s2_stem", 1, 3, 10, {23, 21}, {7, 7}, {2, 2}, {1, 1}, {{3, 3}, {3, 3}}, 1, false, Path::gemm},
+      {"2d_groups2", 3, 6, 10, {9, 8}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, false, Path::gemm},
+      {"2d_groups3_nhwc", 1, 9, 12, {7, 9}, {3, 1}, {2, 1}, {1, 1}, {{1, 1}, {0, 0}}, 3, true, Path::gemm},
+      {"2d_1x1_plain", 1, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
+      {"2d_1x1_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
+      {"2d_1x1_nhwc_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, true, Path::plain},
+      {"2d_1x1_s2_downsample", 3, 10, 17, {9, 11}, {1, 1}, {2, 2}, {1, 1}, {}, 1, false, Path::gemm},
+      {"2d_depthwise", 3, 11, 11, {10, 9}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 11, false, Path::direct},
+      {"2d_depthwise_s2_nhwc", 1, 10, 10, {11, 12}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 10, true, Path::direct},
+      {"2d_depthwise_multiplier2", 1, 5, 10, {9, 9}, {5, 3}, {1, 2}, {1, 1}, {{2, 2}, {1, 1}}, 5, false, Path::direct},
+      {"3d", 3, 3, 5, {5, 6, 7}, {2, 3, 3}, {1, 2, 1}, {1, 1, 2}, {{0, 1}, {1, 1}, {2, 2}}, 1, false, Path::gemm},
+      {"3d_nhwc", 1, 4, 6, {5, 4, 6}, {3, 2, 3}, {1, 1, 2}, {1, 1, 1}, {{1, 1}, {0, 0}, {1, 1}}, 1, true, Path::gemm},
+  };
+  return c;
+}
+
+Dims dataDims(const Case& c, int64_t channels, const Dims& spatial) {
+  Dims d{c.batch};
+  if (!c.nhwc) d.push_back(channels);
+  d.insert(d.end(), spatial.begin(), spatial.end());
+  if (c.nhwc) d.push_back(channels);
+  return d;
+}
+
+Dims outSpatial(const Case& c) {
+  Dims o;
+  for (size_t i = 0; i < c.spatial.size(); ++i) {
+    const int64_t lo = c.padding.empty() ? 0 : c.padding[i].first, hi = c.padding.empty() ? 0 : c.padding[i].second;
+    o.push_back((lo + c.spatial[i] + hi - ((c.kernel[i] - 1) * c.dilation[i] + 1)) / c.strides[i] + 1);
+  }
+  return o;
+}
+
+// Row-major offset of logical (b, c, spatial) in the case's layout.
+int64_t offsetOf(const Case& c, int64_t channels, const Dims& spatial, int64_t b, int64_t ch, const Dims& at) {
+  const Dims dims = dataDims(c, channels, spatial);
+  Dims idx{b};
+  if (!c.nhwc) idx.push_back(ch);
+  idx.insert(idx.end(), at.begin(), at.end());
+  if (c.nhwc) idx.push_back(ch);
+  int64_t o = 0;
+  for (size_t i = 0; i < dims.size(); ++i) o = o * dims[i] + idx[i];
+  return o;
+}
+
+bool step(Dims& idx, const Dims& dims) {
+  for (size_t i = dims.size(); i-- > 0;) {
+    if (++idx[i] < dims[i]) return true;
+    idx[i] = 0;
+  }
+  return false;
+}
+
+std::vector<double> reference(const Case& c, const std::vector<double>& x, const std::vector<double>& w) {
+  const Dims os = outSpatial(c);
+  const int64_t cg = c.channels / c.groups, og = c.outputs / c.groups;
+  int64_t outCount = c.batch * c.outputs;
+  for (int64_t d : os) outCount *= d;
+  std::vector<double> out(static_cast<size_t>(outCount));
+  const size_t ns = c.spatial.size();
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t o = 0; o < c.outputs; ++o) {
+      Dims p(ns, 0);
+      do {
+        double s = 0;
+        for (int64_t i = 0; i < cg; ++i) {
+          Dims k(ns, 0);
+          do {
+            Dims at(ns);
+            bool inside = true;
+            for (size_t d = 0; d < ns; ++d) {
+              const int64_t lo = c.padding.empty() ? 0 : c.padding[d].first;
+              at[d] = p[d] * c.strides[d] + k[d] * c.dilation[d] - lo;
+              inside = inside && at[d] >= 0 && at[d] < c.spatial[d];
+            }
+            if (!inside) continue;
+            int64_t wo = o * cg + i;
+            for (size_t d = 0; d < ns; ++d) wo = wo * c.kernel[d] + k[d];
+            s += x[static_cast<size_t>(offsetOf(c, c.channels, c.spatial, b, (o / og) * cg + i, at))] * w[static_cast<size_t>(wo)];
+          } while (step(k, c.kernel));
+        }
+        out[static_cast<size_t>(offsetOf(c, c.outputs, os, b, o, p))] = s;
+      } while (step(p, os));
+    }
+  return out;
+}
+
+Tensor randomTensor(const radix::Platform& cpu, const Dims& dims, DType dtype, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return Tensor::fromValues(cpu, Shape(dims, dtype), v);
+}
+
+Tensor::ConvOptions optionsOf(const Case& c) {
+  Tensor::ConvOptions o;
+  const int64_t rank = static_cast<int64_t>(c.spatial.size()) + 2;
+  if (c.nhwc) {
+    o.inputBatch = 0;
+    o.inputFeature = rank - 1;
+    for (int64_t i = 1; i < rank - 1; ++i) o.inputSpatial.push_back(i);
+  }
+  o.strides = c.strides;
+  o.rhsDilation = c.dilation;
+  o.padding = c.padding;
+  o.featureGroups = c.groups;
+  return o;
+}
+
+// Plain 1x1 convolutions may reach radix_kernel_contract itself: unit-dim folding makes them
+// contractions before the conv lowering sees them.
+uint64_t calls(Path p) {
+  uint64_t n = kernels::convCallCount(p);
+  if (p == Path::plain)
+    for (int i = 0; i < kernels::kIsaCount; ++i)
+      n += kernels::callCount(kernels::Path::gemm, kernels::Isa(i)) + kernels::callCount(kernels::Path::gemv, kernels::Isa(i));
+  return n;
+}
+
+// Sets RADIX_CONV_KERNELS for one scope.
+struct ConvKernelsOff {
+  ConvKernelsOff() { setenv("RADIX_CONV_KERNELS", "0", 1); }
+  ~ConvKernelsOff() { unsetenv("RADIX_CONV_KERNELS"); }
+};
+
+std::vector<double> run(const Case& c, DType dtype, int threads, const std::string& targetCpu, bool kernelsOn) {
+  radix::CompileOptions options;
+  options.threads = threads;
+  options.targetCpu = targetCpu;
+  options.cache = false;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  Dims kdims{c.outputs, c.channels / c.groups};
+  kdims.insert(kdims.end(), c.kernel.begin(), c.kernel.end());
+  Tensor x = randomTensor(cpu, dataDims(c, c.channels, c.spatial), dtype, 1);
+  Tensor w = randomTensor(cpu, kdims, dtype, 2);
+  const Tensor::ConvOptions o = optionsOf(c);
+  auto fn = [o](Tensor a, Tensor k) { return a.convolution(k, o); };
+  if (!kernelsOn) {
+    ConvKernelsOff off;
+    return radix::compile(cpu, fn, x, w)(x, w).toVector<double>();
+  }
+  return radix::compile(cpu, fn, x, w)(x, w).toVector<double>();
+}
+
+struct Target {
+  const char* cpu;  // "" is the host
+  kernels::Isa isa;
+};
+
+std::vector<Target> targets() {
+  const kernels::Isa host = kernels::hostIsa();
+  std::vector<Target> out = {{"", host}};
+  if (host >= kernels::Isa::avx512bf16) out.push_back({"skylake-avx512", kernels::Isa::avx512});
+  if (host >= kernels::Isa::avx2) out.push_back({"x86-64-v3", kernels::Isa::avx2});
+  if (host > kernels::Isa::x86_64) out.push_back({"x86-64", kernels::Isa::x86_64});
+  return out;
+}
+
+void check(const Case& c, DType dtype, int threads, const std::string& targetCpu) {
+  SCOPED_TRACE(std::string(c.name) + (dtype == DType::bf16 ? " bf16" : " f32") + " threads " + std::to_string(threads) +
+               " target " + (targetCpu.empty() ? "host" : targetCpu));
+  radix::CompileOptions options;
+  options.cache = false;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  Dims kdims{c.outputs, c.channels / c.groups};
+  kdims.insert(kdims.end(), c.kernel.begin(), c.kernel.end());
+  const std::vector<double> x = randomTensor(cpu, dataDims(c, c.channels, c.spatial), dtype, 1).toVector<double>();
+  const std::vector<double> w = randomTensor(cpu, kdims, dtype, 2).toVector<double>();
+  const std::vector<double> expected = reference(c, x, w);
+
+  const uint64_t before = calls(c.path);
+  const std::vector<double> actual = run(c, dtype, threads, targetCpu, true);
+  EXPECT_GT(calls(c.path), before) << "the conv kernel path " << static_cast<int>(c.path) << " did not run";
+  ASSERT_EQ(actual.size(), expected.size());
+  int64_t k = c.channels / c.groups;
+  for (int64_t d : c.kernel) k *= d;
+  // f32: accumulation error grows with k; bf16: the result is rounded to 8 bits of mantissa.
+  const double rounding = dtype == DType::bf16 ? 1.0 / 128 : 0;
+  int reported = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double tol = 1e-6 * static_cast<double>(k) + 1e-6 + rounding * std::fabs(expected[i]);
+    if (std::fabs(actual[i] - expected[i]) > tol && reported++ < 5)
+      ADD_FAILURE() << "element " << i << ": " << actual[i] << " vs " << expected[i] << " (tol " << tol << ")";
+  }
+}
+
+TEST(ConvKernels, EveryCaseAgainstTheNaiveReference) {
+  for (const Case& c : cases()) check(c, DType::f32, 1, "");
+}
+
+// A case by name (the tests below run subsets, to keep the compiles few).
+const Case& named(const std::string& name) {
+  for (const Case& c : cases())
+    if (c.name == name) return c;
+  throw std::runtime_error("no case " + name);
+}
+
+TEST(ConvKernels, Bf16) {
+  for (const char* name : {"1d_stride2_pad_dilation", "2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_k360_nchw", "2d_groups2",
+                           "2d_1x1_nhwc_batch3", "2d_1x1_s2_downsample", "2d_depthwise", "3d_nhwc"})
+    check(named(name), DType::bf16, 1, "");
+}
+
+TEST(ConvKernels, LowerTargets) {
+  const std::vector<Target> ts = targets();
+  for (size_t t = 1; t < ts.size(); ++t)
+    for (const char* name : {"2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_1x1_batch3", "2d_depthwise", "3d"})
+      check(named(name), DType::f32, 1, ts[t].cpu);
+}
+
+// Big enough (over 1 MFLOP) for the threads to split the work.
+TEST(ConvKernels, TwoThreads) {
+  const std::vector<Case> big = {
+      {"split_nchw", 3, 16, 24, {20, 19}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
+      {"split_nhwc_groups", 1, 16, 32, {21, 20}, {3, 3}, {2, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, true, Path::gemm},
+      {"split_depthwise", 3, 32, 32, {30, 30}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 32, false, Path::direct},
+  };
+  for (const Case& c : big) check(c, DType::f32, 2, "");
+}
+
+// The generic loops (the reference lowering) and the kernels agree, and the switch works.
+TEST(ConvKernels, GenericLoweringAgrees) {
+  for (const char* name : {"1d_nhwc", "2d_3x3_s2_batch3", "2d_nhwc_dilation", "2d_groups3_nhwc", "2d_1x1_s2_downsample",
+                           "2d_depthwise_multiplier2", "3d"}) {
+    const Case& c = named(name);
+    SCOPED_TRACE(c.name);
+    uint64_t total = 0;
+    for (int p = 0; p < kernels::kConvPathCount; ++p) total += kernels::convCallCount(Path(p));
+    const std::vector<double> loops = run(c, DType::f32, 1, "", false);
+    uint64_t after = 0;
+    for (int p = 0; p < kernels::kConvPathCount; ++p) after += kernels::convCallCount(Path(p));
+    EXPECT_EQ(after, total) << "RADIX_CONV_KERNELS=0 still called the conv kernel";
+    const std::vector<double> fast = run(c, DType::f32, 1, "", true);
+    ASSERT_EQ(loops.size(), fast.size());
+    for (size_t i = 0; i < fast.size(); ++i) ASSERT_NEAR(fast[i], loops[i], 1e-4) << "element " << i;
+  }
+}
+
+// Integer convolutions keep the generic loops (the kernels are float only).
+TEST(ConvKernels, IntegersKeepTheGenericPath) {
+  radix::CompileOptions options;
+  options.cache = false;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  Tensor x = Tensor::fromValues(cpu, Shape({1, 2, 5}, DType::i32), std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  Tensor w = Tensor::fromValues(cpu, Shape({1, 2, 2}, DType::i32), std::vector<int32_t>{1, -1, 2, 1});
+  uint64_t total = 0;
+  for (int p = 0; p < kernels::kConvPathCount; ++p) total += kernels::convCallCount(Path(p));
+  Tensor y = radix::compile(cpu, [](Tensor a, Tensor k) { return a.conv1d(k, {}); }, x, w)(x, w);
+  uint64_t after = 0;
+  for (int p = 0; p < kernels::kConvPathCount; ++p) after += kernels::convCallCount(Path(p));
+  EXPECT_EQ(after, total);
+  // y[s] = x0[s] - x0[s+1] + 2 x1[s] + x1[s+1] = 18 + 3s
+  EXPECT_EQ(y.toVector<int32_t>(), (std::vector<int32_t>{18, 21, 24, 27}));
+}
+
+struct PoolCase {
+  const char* name;
+  Dims dims;
+  std::vector<int64_t> axes;
+  Dims window, strides;
+  std::vector<std::pair<int64_t, int64_t>> padding;
+  bool isMax;
+};
+
+// Max (padding -inf) or mean (padding counted as 0) over each window, in double.
+std::vector<double> poolReference(const PoolCase& c, const std::vector<double>& x) {
+  Dims out = c.dims;
+  for (size_t p = 0; p < c.axes.size(); ++p) {
+    const int64_t a = c.axes[p], lo = c.padding.empty() ? 0 : c.padding[p].first, hi = c.padding.empty() ? 0 : c.padding[p].second;
+    out[a] = (lo + c.dims[a] + hi - c.window[p]) / c.strides[p] + 1;
+  }
+  double count = 1;
+  for (int64_t w : c.window) count *= static_cast<double>(w);
+  std::vector<double> y;
+  Dims o(out.size(), 0);
+  do {
+    double acc = c.isMax ? -INFINITY : 0;
+    Dims k(c.window.size(), 0);
+    do {
+      Dims i = o;
+      bool inside = true;
+      for (size_t p = 0; p < c.axes.size(); ++p) {
+        const int64_t a = c.axes[p], lo = c.padding.empty() ? 0 : c.padding[p].first;
+        i[a] = o[a] * c.strides[p] + k[p] - lo;
+        inside = inside && i[a] >= 0 && i[a] < c.dims[a];
+      }
+      if (!inside) continue;
+      int64_t off = 0;
+      for (size_t d = 0; d < i.size(); ++d) off = off * c.dims[d] + i[d];
+      acc = c.isMax ? std::max(acc, x[static_cast<size_t>(off)]) : acc + x[static_cast<size_t>(off)];
+    } while (step(k, c.window));
+    y.push_back(c.isMax ? acc : acc / count);
+  } while (step(o, out));
+  return y;
+}
+
+// Pooling kernels are opt-in (RADIX_POOL_KERNELS=1).
+struct PoolKernelsOn {
+  PoolKernelsOn() { setenv("RADIX_POOL_KERNELS", "1", 1); }
+  ~PoolKernelsOn() { unsetenv("RADIX_POOL_KERNELS"); }
+};
+
+TEST(ConvKernels, Pooling) {
+  PoolKernelsOn on;
+  const std::vector<PoolCase> cases = {
+      {"max_3x3_s2_pad_nchw", {3, 5, 13, 11}, {2, 3}, {3, 3}, {2, 2}, {{1, 1}, {1, 1}}, true},
+      {"max_2x2_nhwc", {1, 9, 10, 7}, {1, 2}, {2, 2}, {2, 2}, {}, true},
+      {"avg_3x3_s1_pad", {3, 4, 9, 8}, {2, 3}, {3, 3}, {1, 1}, {{1, 1}, {1, 1}}, false},
+      {"avg_1d_window4_stride3", {2, 129}, {1}, {4}, {3}, {{1, 0}}, false},
+      {"max_3d", {1, 2, 5, 6, 7}, {2, 3, 4}, {2, 3, 2}, {1, 2, 2}, {{0, 1}, {1, 1}, {0, 0}}, true},
+  };
+  radix::CompileOptions options;
+  options.cache = false;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  for (const DType dtype : {DType::f32, DType::bf16})
+    for (const PoolCase& c : cases) {
+      if (dtype == DType::bf16 && c.name != std::string("avg_3x3_s1_pad") && c.name != std::string("max_2x2_nhwc")) continue;
+      // max pooling of bf16 stays bf16 (no f32 accumulator): the generic loops run it.
+      const bool kernel = dtype == DType::f32 || !c.isMax;
+      SCOPED_TRACE(std::string(c.name) + (dtype == DType::bf16 ? " bf16" : " f32"));
+      Tensor x = randomTensor(cpu, c.dims, dtype, 3);
+      Tensor::PoolOptions o;
+      for (int64_t a : c.axes) o.axes.push_back(a);
+      o.window = c.window;
+      o.strides = c.strides;
+      o.padding = c.padding;
+      const bool isMax = c.isMax;
+      auto fn = [o, isMax](Tensor t) { return isMax ? t.maxPool(o) : t.avgPool(o); };
+      const std::vector<double> expected = poolReference(c, x.toVector<double>());
+      const uint64_t before = calls(Path::pool);
+      const std::vector<double> actual = radix::compile(cpu, fn, x)(x).toVector<double>();
+      if (kernel)
+        EXPECT_GT(calls(Path::pool), before) << "the pooling kernel did not run";
+      else
+        EXPECT_EQ(calls(Path::pool), before);
+      std::vector<double> loops;
+      {
+        ConvKernelsOff off;
+        loops = radix::compile(cpu, fn, x)(x).toVector<double>();
+      }
+      ASSERT_EQ(actual.size(), expected.size());
+      ASSERT_EQ(loops.size(), expected.size());
+      const double rounding = dtype == DType::bf16 ? 1.0 / 128 : 0;
+      for (size_t i = 0; i < actual.size(); ++i) {
+        ASSERT_NEAR(actual[i], expected[i], 1e-5 + rounding * std::fabs(expected[i])) << "element " << i;
+        ASSERT_NEAR(actual[i], loops[i], 1e-5 + rounding * std::fabs(expected[i])) << "element " << i;
+      }
+    }
+}
+
+// Max pooling propagates NaN, as the generic lowering (arith.maximumf) does.
+TEST(ConvKernels, MaxPoolPropagatesNan) {
+  PoolKernelsOn on;
+  radix::CompileOptions options;
+  options.cache = false;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  std::vector<float> v(16, 1.0f);
+  v[5] = NAN;
+  Tensor x = Tensor::fromValues(cpu, Shape({1, 1, 4, 4}, DType::f32), v);
+  Tensor::PoolOptions o;
+  o.axes = {2, 3};
+  o.window = {2, 2};
+  const uint64_t before = calls(Path::pool);
+  const std::vector<float> y = radix::compile(cpu, [o](Tensor t) { return t.maxPool(o); }, x)(x).toVector<float>();
+  EXPECT_GT(calls(Path::pool), before);
+  ASSERT_EQ(y.size(), 4u);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], 1.0f);
+}
+
+// A bad descriptor (a cached object from another build) is refused without touching memory.
+TEST(ConvKernels, BadDescriptorIsIgnored) {
+  const int64_t desc[] = {kernels::kConvDescVersion + 1, 0, 0, 0, 0};
+  float c = 7;
+  radix_kernel_conv(0, 0, 0, 0, reinterpret_cast<int64_t>(&c), 0, reinterpret_cast<int64_t>(desc), 1, 0);
+  EXPECT_EQ(c, 7);
+  const int64_t tooMany[] = {kernels::kConvDescVersion, 0, 99, 0, 0};
+  radix_kernel_conv(0, 0, 0, 0, reinterpret_cast<int64_t>(&c), 0, reinterpret_cast<int64_t>(tooMany), 1, 0);
+  EXPECT_EQ(c, 7);
+  const int64_t badOp[] = {kernels::kConvDescVersion, 0, 7, 0, 0};
+  radix_kernel_pool(0, 0, reinterpret_cast<int64_t>(&c), 0, reinterpret_cast<int64_t>(badOp), 1, 0);
+  EXPECT_EQ(c, 7);
+}
+
+}  // namespace
