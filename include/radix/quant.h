@@ -70,7 +70,7 @@ struct QuantizedTensor {
 
   /// Rows (data's first dim).
   int64_t rows() const { return data.shape().dim(0); }
-  /// In the graph: the dequantized {rows, cols} weight, tagged as `tags` (when given).
+  /// In the graph: the dequantized {rows, cols} weight in `dtype` (a float type), with data's tags.
   /// Fused into a consuming dot/dotGeneral; materialized only when something else reads it.
   Tensor dequantize(DType dtype = DType::f32, Loc loc = Loc::current()) const;
 };
