@@ -253,8 +253,10 @@ bool lowerOne(mlir::linalg::GenericOp op, unsigned wi, const Dequantize& d, mlir
   return true;
 }
 
-// Users of the dequantized buffer other than the op itself, deallocations and unused views.
+// Users of the dequantized buffer other than the op itself, deallocations and unused views; a
+// buffer that is not a local allocation (an output, an argument) is always read.
 bool hasReaders(const Dequantize& d) {
+  if (!d.out.getDefiningOp<mlir::memref::AllocOp>()) return true;
   for (mlir::Value v : withViews(d.out))
     for (mlir::Operation* user : v.getUsers())
       if (user != d.op && !isView(user) && !mlir::isa<mlir::memref::DeallocOp>(user)) return true;
