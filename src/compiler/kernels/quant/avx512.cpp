@@ -61,8 +61,7 @@ namespace radix::kernels {
 QPath runQuantAvx512(const QProblem& p, int64_t n0, int64_t n1, bool vnni) {
   QPath path = QPath::scalar;
   if (vnni ? qavx512vnni::run(p, n0, n1, path) : qavx512::run(p, n0, n1, path)) return path;
-  // i8_channel / i4_group: the dispatcher runs the scalar path (runQuantX86_64) for them.
-  throw Error("[qcontract] no avx512 kernel for " + std::to_string(static_cast<int>(p.type)));
+  return runQuantX86_64(p, n0, n1);  // i8_channel / i4_group: the scalar path
 }
 
 }  // namespace radix::kernels

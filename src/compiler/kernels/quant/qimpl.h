@@ -46,10 +46,10 @@ inline __m256i expandBits(uint32_t bits) {
 }
 
 // ---- Formats ----
-// kSubs sub-blocks of 32 per block. header() decodes the scales of a block: s[] (one per sub, or
-// two per sub when kTwoScales: elements 0..15 and 16..31) and, when kMins, mn[] (added as
-// mn * sum(a) per sub). sub() returns the 32 quantized values of sub-block `j`, signed unless
-// kUnsigned (then 0..63, so vpmaddubsw cannot saturate).
+// kSubs sub-blocks of 32 per block; kRows weight rows per GEMV step. header() decodes the
+// scales of a block: s[] (one per sub, or two per sub when kTwoScales: elements 0..15 and
+// 16..31) and, when kMins, mn[] (added as mn * sum(a) per sub). sub() returns the 32 quantized
+// values of sub-block `j`, signed unless kUnsigned (then 0..63, so vpmaddubsw cannot saturate).
 struct Hdr32 {
   float s[1], mn[1];
 };
@@ -59,21 +59,21 @@ struct HdrK {
 };
 
 struct Q8_0 {
-  static constexpr int kElems = 32, kBytes = 34, kSubs = 1;
+  static constexpr int kElems = 32, kBytes = 34, kSubs = 1, kRows = 4;
   static constexpr bool kUnsigned = false, kTwoScales = false, kMins = false;
   using Hdr = Hdr32;
   static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b); }
   static __m256i sub(const uint8_t* b, int) { return load32(b + 2); }
 };
 struct Q4_0 {
-  static constexpr int kElems = 32, kBytes = 18, kSubs = 1;
+  static constexpr int kElems = 32, kBytes = 18, kSubs = 1, kRows = 4;
   static constexpr bool kUnsigned = false, kTwoScales = false, kMins = false;
   using Hdr = Hdr32;
   static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b); }
   static __m256i sub(const uint8_t* b, int) { return _mm256_sub_epi8(nibbles16(b + 2), _mm256_set1_epi8(8)); }
 };
 struct Q4_1 {
-  static constexpr int kElems = 32, kBytes = 20, kSubs = 1;
+  static constexpr int kElems = 32, kBytes = 20, kSubs = 1, kRows = 4;
   static constexpr bool kUnsigned = true, kTwoScales = false, kMins = true;
   using Hdr = Hdr32;
   static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b), h.mn[0] = h2f(b + 2); }
@@ -85,7 +85,7 @@ inline uint32_t load4(const uint8_t* p) {
   return v;
 }
 struct Q5_0 {
-  static constexpr int kElems = 32, kBytes = 22, kSubs = 1;
+  static constexpr int kElems = 32, kBytes = 22, kSubs = 1, kRows = 4;
   static constexpr bool kUnsigned = false, kTwoScales = false, kMins = false;
   using Hdr = Hdr32;
   static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b); }
@@ -95,7 +95,7 @@ struct Q5_0 {
   }
 };
 struct Q5_1 {
-  static constexpr int kElems = 32, kBytes = 24, kSubs = 1;
+  static constexpr int kElems = 32, kBytes = 24, kSubs = 1, kRows = 4;
   static constexpr bool kUnsigned = true, kTwoScales = false, kMins = true;
   using Hdr = Hdr32;
   static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b), h.mn[0] = h2f(b + 2); }
@@ -104,24 +104,20 @@ struct Q5_1 {
     return _mm256_or_si256(nibbles16(b + 8), hi);
   }
 };
-// The 6-bit sub-scales and mins of q4_k / q5_k (12 bytes for 8 pairs).
+// The 6-bit sub-scales and mins of q4_k / q5_k (12 bytes for 8 pairs), as 32-bit words:
+// sc 0..3 = w0 & 63, mn 0..3 = w1 & 63; sc 4..7 = low nibbles of w2 | (w0 >> 6) << 4,
+// mn 4..7 = high nibbles of w2 | (w1 >> 6) << 4 (bytewise).
 inline void kScales(const uint8_t* b, HdrK& h) {
-  const float d = h2f(b), dmin = h2f(b + 2);
-  const uint8_t* q = b + 4;
-  for (int j = 0; j < 8; ++j) {
-    int sc, mn;
-    if (j < 4) {
-      sc = q[j] & 63, mn = q[j + 4] & 63;
-    } else {
-      sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
-      mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-    h.s[j] = d * static_cast<float>(sc);
-    h.mn[j] = -dmin * static_cast<float>(mn);
-  }
+  const uint32_t w0 = load4(b + 4), w1 = load4(b + 8), w2 = load4(b + 12);
+  const uint32_t six = 0x3f3f3f3fu, lo4 = 0x0f0f0f0fu, top2 = 0x03030303u;
+  const uint32_t sc4 = (w2 & lo4) | (((w0 >> 6) & top2) << 4), mn4 = ((w2 >> 4) & lo4) | (((w1 >> 6) & top2) << 4);
+  const __m128i sc = _mm_cvtsi64_si128(static_cast<int64_t>((w0 & six) | (uint64_t(sc4) << 32)));
+  const __m128i mn = _mm_cvtsi64_si128(static_cast<int64_t>((w1 & six) | (uint64_t(mn4) << 32)));
+  _mm256_store_ps(h.s, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)), _mm256_set1_ps(h2f(b))));
+  _mm256_store_ps(h.mn, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn)), _mm256_set1_ps(-h2f(b + 2))));
 }
 struct Q4_K {
-  static constexpr int kElems = 256, kBytes = 144, kSubs = 8;
+  static constexpr int kElems = 256, kBytes = 144, kSubs = 8, kRows = 2;
   static constexpr bool kUnsigned = true, kTwoScales = false, kMins = true;
   using Hdr = HdrK;
   static void header(const uint8_t* b, Hdr& h) { kScales(b, h); }
@@ -131,7 +127,7 @@ struct Q4_K {
   }
 };
 struct Q5_K {
-  static constexpr int kElems = 256, kBytes = 176, kSubs = 8;
+  static constexpr int kElems = 256, kBytes = 176, kSubs = 8, kRows = 2;
   static constexpr bool kUnsigned = true, kTwoScales = false, kMins = true;
   using Hdr = HdrK;
   static void header(const uint8_t* b, Hdr& h) { kScales(b, h); }
@@ -144,13 +140,14 @@ struct Q5_K {
   }
 };
 struct Q6_K {
-  static constexpr int kElems = 256, kBytes = 210, kSubs = 8;
+  static constexpr int kElems = 256, kBytes = 210, kSubs = 8, kRows = 1;
   static constexpr bool kUnsigned = false, kTwoScales = true, kMins = false;
   using Hdr = HdrK;
   static void header(const uint8_t* b, Hdr& h) {
-    const float d = h2f(b + 208);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int j = 0; j < 16; ++j) h.s[j] = d * static_cast<float>(sc[j]);
+    const __m256 d = _mm256_set1_ps(h2f(b + 208));
+    const __m128i sc = load16(b + 192);
+    _mm256_store_ps(h.s, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d));
+    _mm256_store_ps(h.s + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d));
   }
   // Sub j = 4*half + s: low (s < 2) or high nibbles of ql[64 half + 32 (s & 1)], qh bits 2s.
   static __m256i sub(const uint8_t* b, int j) {
@@ -231,14 +228,6 @@ inline __m256i dotU8I8(__m256i u, __m256i s) {
 #endif
 }
 
-template <class F>
-inline __m256 scaleVec(const typename F::Hdr& h, int j, float da) {
-  if constexpr (F::kTwoScales)
-    return _mm256_set_m128(_mm_set1_ps(scale1<F>(h, j) * da), _mm_set1_ps(scale0<F>(h, j) * da));
-  else
-    return _mm256_set1_ps(scale0<F>(h, j) * da);
-}
-
 // The mins' share: mn * sum(a) per sub-block (8 at once for the K-quants).
 template <class F, int M, int R>
 inline void addMins(const typename F::Hdr (&h)[R], const float* sd, int64_t ld, __m256 (&macc)[R][M],
@@ -271,6 +260,24 @@ void gemvInt8Rows(const QProblem& p, const Act& act, int64_t j0) {
     }
     if (b + 4 < nblk)
       for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(blk[r] + 4 * F::kBytes), _MM_HINT_T0);
+    // K-quants: the 8 (16) scale x activation-step factors of a block, one vector multiply.
+    constexpr int kFac = F::kSubs == 8 ? (F::kTwoScales ? 16 : 8) : 1;
+    alignas(32) float fac[R][M][kFac];
+    if constexpr (F::kSubs == 8) {
+      for (int i = 0; i < M; ++i) {
+        const __m256 da = _mm256_loadu_ps(act.d + i * act.ldd + b * 8);
+        for (int r = 0; r < R; ++r) {
+          if constexpr (F::kTwoScales) {
+            const __m256 lo = _mm256_permutevar8x32_ps(da, _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+            const __m256 hi = _mm256_permutevar8x32_ps(da, _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7));
+            _mm256_store_ps(fac[r][i], _mm256_mul_ps(_mm256_load_ps(h[r].s), lo));
+            _mm256_store_ps(fac[r][i] + 8, _mm256_mul_ps(_mm256_load_ps(h[r].s + 8), hi));
+          } else {
+            _mm256_store_ps(fac[r][i], _mm256_mul_ps(_mm256_load_ps(h[r].s), da));
+          }
+        }
+      }
+    }
     for (int j = 0; j < F::kSubs; ++j) {
       const int64_t g = b * F::kSubs + j;
       __m256i u[R], q[R];
@@ -280,10 +287,18 @@ void gemvInt8Rows(const QProblem& p, const Act& act, int64_t j0) {
       }
       for (int i = 0; i < M; ++i) {
         const __m256i aq = load32(reinterpret_cast<const uint8_t*>(act.q + i * act.ldq + 32 * g));
-        const float da = act.d[i * act.ldd + g];
         for (int r = 0; r < R; ++r) {
           const __m256i dot = dotU8I8(u[r], F::kUnsigned ? aq : _mm256_sign_epi8(aq, q[r]));
-          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scaleVec<F>(h[r], j, da), acc[r][i]);
+          __m256 sv;
+          if constexpr (F::kSubs == 1)
+            sv = _mm256_set1_ps(h[r].s[0] * act.d[i * act.ldd + g]);
+          else if constexpr (F::kTwoScales)  // lanes 0..3 elements 0..15, lanes 4..7 16..31
+            sv = _mm256_permutevar8x32_ps(
+                _mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(fac[r][i] + 2 * j)))),
+                _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+          else
+            sv = _mm256_broadcast_ss(fac[r][i] + j);
+          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), sv, acc[r][i]);
         }
       }
     }
@@ -361,9 +376,10 @@ void gemvF32Rows(const QProblem& p, const float* asum, int64_t lds, int64_t j0) 
       p.c[i * p.scm + (j0 + r) * p.scn] += hsum(_mm256_add_ps(acc[r][i], macc[r][i])) + smacc[r][i];
 }
 
-template <class F, int M, bool Int8>
+// R weight rows at a time share each activation load: F::kRows for one activation row (measured:
+// 4 for the 32-blocks, fewer for the K-quants, whose decode holds more registers).
+template <class F, int M, bool Int8, int R = M == 1 ? F::kRows : M == 2 ? std::min(2, F::kRows) : 1>
 void gemvM(const QProblem& p, int64_t n0, int64_t n1, const Act& act, const float* asum, int64_t lds) {
-  constexpr int R = M == 1 ? 4 : M == 2 ? 2 : 1;
   int64_t j = n0;
   for (; j + R <= n1; j += R) {
     if constexpr (Int8)
