@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "radix/nn/common.h"
+#include "radix/quant.h"
 
 namespace radix::nn {
 
@@ -26,6 +27,8 @@ struct Linear {
   std::optional<Tensor> bias;
   Tag in = "d";
   Tag out = "d";
+  QuantType quant = QuantType::none;
+  int64_t cols = 0;
 
   Tensor forward(Tensor x, Loc loc = Loc::current()) const {
     return detail::inLayer("nn.Linear", *this, loc, [&] {
@@ -48,6 +51,8 @@ struct Linear {
 /// Embedding{w {voc=50,d=8}}.forward(ids {b=2,s=3}:i32) -> {b=2,s=3,d=8}
 struct Embedding {
   Tensor weight;
+  QuantType quant = QuantType::none;
+  int64_t cols = 0;
 
   Tensor forward(Tensor ids, Loc loc = Loc::current()) const {
     return detail::inLayer("nn.Embedding", *this, loc, [&] {
