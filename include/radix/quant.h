@@ -38,7 +38,8 @@ std::string_view ggufTypeName(QuantType type);
 QuantType parseQuantType(std::string_view name);
 /// GGML's type id (GGUF tensor info): ggmlTypeId(QuantType::q4_0) -> 2; -1 for non-GGUF formats.
 int ggmlTypeId(QuantType type);
-/// Logical elements per block: blockElems(QuantType::q4_k) -> 256 (1 for the int formats).
+/// Logical elements per block: blockElems(QuantType::q4_k) -> 256 (1 for i8_channel; 2 in one
+/// byte for i4_group).
 int64_t blockElems(QuantType type);
 /// Bytes per block: blockBytes(QuantType::q4_k) -> 144.
 int64_t blockBytes(QuantType type);
