@@ -17,6 +17,7 @@
 
 #include "compiler/cache.h"
 #include "compiler/kernels/lower.h"
+#include "compiler/kernels/quant/lower_quant.h"
 #include "compiler/profile_sites.h"
 #include "compiler/fast_ewise.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -77,7 +78,7 @@ constexpr const char* kEntryKeySymbol = "radix_entry_key";
 constexpr size_t kMaxProfileSitesBytes = 64 << 20;
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-10";
+constexpr const char* kPipelineVersion = "pipeline-11";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
@@ -85,9 +86,11 @@ const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 // Tensors -> fused linalg on tensors -> buffers.
 const char* kFusePipeline =
     "convert-elementwise-to-linalg,"
-    "func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,"
+    // radix-fuse-elementwise-ops is linalg-fuse-elementwise-ops keeping dequantize ops whole
+    // (kernels/quant/lower_quant.cpp), so that their contractions take the fused-decode kernels.
+    "func.func(linalg-generalize-named-ops,radix-fuse-elementwise-ops),canonicalize,cse,"
     // fast_ewise.cpp: unit dims folded (reshapes out of the way), row ops fused over rows.
-    "func.func(radix-fold-unit-dims,canonicalize,cse,linalg-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse";
+    "func.func(radix-fold-unit-dims,canonicalize,cse,radix-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse";
 // Between the two: writeLoopStateInPlace.
 const char* kBufferizePipeline =
     "eliminate-empty-tensors,"
@@ -223,6 +226,7 @@ void registerPassesOnce() {
   std::call_once(once, [] {
     mlir::registerAllPasses();
     registerFastEwisePasses();
+    kernels::registerQuantPasses();
     warmTranslation();
   });
 }
@@ -619,7 +623,9 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
     if (profile) sites = instrumentProfile(*lowered);
-    kernels::lowerContractionsToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
+    const kernels::KernelTarget kernelTarget{target.triple, target.cpu, target.features, options.threads};
+    kernels::lowerQuantContractions(*lowered, kernelTarget);
+    kernels::lowerContractionsToKernels(*lowered, kernelTarget);
     if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
     runPipeline(loopsPipeline(options.threads), "lowering");
     keepCallsOutOfLine(*lowered);

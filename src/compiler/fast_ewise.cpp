@@ -14,6 +14,7 @@
 #include <limits>
 #include <mutex>
 
+#include "compiler/kernels/quant/lower_quant.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -49,6 +50,7 @@ constexpr int64_t kMinParallelRowIterations = 1 << 15;
 
 bool isRowFusable(mlir::linalg::LinalgOp op) {
   if (!op || !op.hasPureTensorSemantics() || op->getNumResults() != 1) return false;
+  if (radix::kernels::isDequantize(op)) return false;  // decoded by its contraction's kernel
   if (mlir::linalg::isaContractionOpInterface(op) || mlir::linalg::isaConvolutionOpInterface(op)) return false;
   if (!mlir::isa<mlir::TilingInterface>(op.getOperation())) return false;
   for (int64_t range : op.getStaticLoopRanges())
@@ -223,7 +225,7 @@ struct FoldUnitDimsPass : mlir::PassWrapper<FoldUnitDimsPass, mlir::OperationPas
     mlir::Operation* body = fn.getOperation();
     options.controlFn = [body](mlir::Operation* op) -> llvm::SmallVector<unsigned> {
       auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
-      if (!generic || op->getParentOp() != body) return {};
+      if (!generic || op->getParentOp() != body || radix::kernels::isDequantize(op)) return {};
       return llvm::to_vector(llvm::seq<unsigned>(0, generic.getNumLoops()));
     };
     mlir::linalg::populateFoldUnitExtentDimsPatterns(patterns, options);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "compiler/kernels/quant/lower_quant.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "ops/common.h"
@@ -36,6 +37,8 @@ mlir::Value materializedOperand(TraceContext& c, mlir::Location loc, mlir::Value
     }
   }
   mlir::Operation* def = root.getDefiningOp();
+  // A dequantize is kept whole by fusion and replaced with its contraction by the compiler.
+  if (def && def->hasAttr(kernels::kDequantizeAttr)) return v;
   bool fusable = def && !mlir::isa<mlir::func::CallOp>(def);
   if (auto linalgOp = mlir::dyn_cast_or_null<mlir::linalg::LinalgOp>(def))
     fusable = linalgOp.getNumReductionLoops() == 0;

@@ -25,12 +25,16 @@ namespace {
 
 constexpr const char* kKernelSymbol = "radix_kernel_contract";
 
-Isa isaOf(const KernelTarget& t) {
+std::unique_ptr<llvm::MCSubtargetInfo> subtargetOf(const KernelTarget& t) {
   std::string error;
   const llvm::Triple triple(t.triple);
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target || triple.getArch() != llvm::Triple::x86_64) return Isa::x86_64;
-  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, t.cpu, t.features));
+  if (!target || triple.getArch() != llvm::Triple::x86_64) return nullptr;
+  return std::unique_ptr<llvm::MCSubtargetInfo>(target->createMCSubtargetInfo(triple, t.cpu, t.features));
+}
+
+Isa isaOf(const KernelTarget& t) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info = subtargetOf(t);
   if (!info) return Isa::x86_64;
   if (info->checkFeatures("+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c"))
     return info->checkFeatures("+avx512bf16") ? Isa::avx512bf16 : Isa::avx512;
@@ -73,10 +77,7 @@ bool isMulAddBody(mlir::linalg::GenericOp op) {
   return true;
 }
 
-struct Dim {
-  int64_t size = 1;
-  int64_t s[3] = {0, 0, 0};  // strides in A, B, C
-};
+using Dim = ContractionDim;
 
 // Merges dims of one group into as few strided dims as their strides allow, largest first.
 std::vector<Dim> collapse(std::vector<Dim> dims, int key) {
@@ -99,11 +100,7 @@ std::vector<Dim> collapse(std::vector<Dim> dims, int key) {
   return out;
 }
 
-struct Plan {
-  Elem aType, bType;
-  Dim batch, m, n, k;
-  std::vector<Dim> loops;  // looped around the call (their strides in A, B, C)
-};
+using Plan = ContractionPlan;
 
 std::optional<Plan> planFor(mlir::linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) return std::nullopt;
@@ -242,6 +239,18 @@ void emitCall(mlir::linalg::GenericOp op, const Plan& plan, mlir::func::FuncOp d
 bool isKernelContraction(mlir::Operation* op) {
   auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
   return generic && planFor(generic).has_value();
+}
+
+std::optional<ContractionPlan> planContraction(mlir::Operation* op) {
+  auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+  return generic ? planFor(generic) : std::nullopt;
+}
+
+Isa targetIsa(const KernelTarget& target) { return isaOf(target); }
+
+bool targetHasFeatures(const KernelTarget& target, const std::string& features) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info = subtargetOf(target);
+  return info && info->checkFeatures(features);
 }
 
 int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target) {

@@ -1,6 +1,10 @@
 #pragma once
 // After bufferization: linalg contractions -> calls into the kernel library (kernels.h).
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "compiler/kernels/kernels.h"
 
 namespace mlir {
 class ModuleOp;
@@ -22,5 +26,25 @@ int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target
 
 /// True when lowerContractionsToKernels would replace `op` with a kernel call.
 bool isKernelContraction(mlir::Operation* op);
+
+/// One group of a contraction's loops, collapsed to a single strided dim: its size and its
+/// strides (in elements) in A, B and C.
+struct ContractionDim {
+  int64_t size = 1;
+  int64_t s[3] = {0, 0, 0};
+};
+/// How lowerContractionsToKernels sees a contraction: (batch, M, N, K) and the loops it keeps
+/// around the call (dims whose strides do not merge).
+struct ContractionPlan {
+  Elem aType = Elem::f32, bType = Elem::f32;
+  ContractionDim batch, m, n, k;
+  std::vector<ContractionDim> loops;
+};
+/// The plan of a linalg.generic on buffers that computes C += A * B, or nullopt.
+std::optional<ContractionPlan> planContraction(mlir::Operation* op);
+/// The ISA the compile target allows.
+Isa targetIsa(const KernelTarget& target);
+/// True when the compile target has every feature of `features` ("+avx512vnni,+avx512vl").
+bool targetHasFeatures(const KernelTarget& target, const std::string& features);
 
 }  // namespace radix::kernels

@@ -1,0 +1,513 @@
+// The ISA-independent half of the quantized kernels (no include guard: a TU includes it once per
+// target, inside `#pragma clang attribute push(target(...))`, with these macros set):
+//   RADIX_Q_NS    the namespace of this copy (e.g. qavx2, qavx2vnni)
+//   RADIX_Q_VNNI  0: int8 dots by vpmaddubsw + vpmaddwd; 1: avx_vnni vpdpbusd; 2: avx512_vnni vpdpbusd
+//   RADIX_Q_V     the f32 vector type of impl.h (V256 / V512) for the GEMM micro-kernel
+//   RADIX_Q_MR, RADIX_Q_NV  its register tile
+// The TU includes <immintrin.h>, impl.h and qkernels.h first. Weights are decoded 32 elements at a
+// time into a signed (or, for formats without offset, unsigned) int8 vector plus f32 scales.
+namespace RADIX_Q_NS {
+
+using radix::QuantType;
+using radix::kernels::QPath;
+using radix::kernels::QProblem;
+
+inline float h2f(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+inline int32_t hsumI(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+// 16 bytes -> 32 nibbles: elements 0..15 the low nibbles, 16..31 the high ones.
+inline __m256i nibbles16(const uint8_t* p) {
+  const __m128i x = load16(p);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0f));
+}
+// Bit i of `bits` -> byte i (0x00 or 0xff).
+inline __m256i expandBits(uint32_t bits) {
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                        3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)), shuf);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+// ---- Formats ----
+// kSubs sub-blocks of 32 per block. header() decodes the scales of a block: s[] (one per sub, or
+// two per sub when kTwoScales: elements 0..15 and 16..31) and, when kMins, mn[] (added as
+// mn * sum(a) per sub). sub() returns the 32 quantized values of sub-block `j`, signed unless
+// kUnsigned (then 0..63, so vpmaddubsw cannot saturate).
+struct Hdr32 {
+  float s[1], mn[1];
+};
+struct HdrK {
+  alignas(32) float s[16];
+  alignas(32) float mn[8];
+};
+
+struct Q8_0 {
+  static constexpr int kElems = 32, kBytes = 34, kSubs = 1;
+  static constexpr bool kUnsigned = false, kTwoScales = false, kMins = false;
+  using Hdr = Hdr32;
+  static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b); }
+  static __m256i sub(const uint8_t* b, int) { return load32(b + 2); }
+};
+struct Q4_0 {
+  static constexpr int kElems = 32, kBytes = 18, kSubs = 1;
+  static constexpr bool kUnsigned = false, kTwoScales = false, kMins = false;
+  using Hdr = Hdr32;
+  static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b); }
+  static __m256i sub(const uint8_t* b, int) { return _mm256_sub_epi8(nibbles16(b + 2), _mm256_set1_epi8(8)); }
+};
+struct Q4_1 {
+  static constexpr int kElems = 32, kBytes = 20, kSubs = 1;
+  static constexpr bool kUnsigned = true, kTwoScales = false, kMins = true;
+  using Hdr = Hdr32;
+  static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b), h.mn[0] = h2f(b + 2); }
+  static __m256i sub(const uint8_t* b, int) { return nibbles16(b + 4); }
+};
+inline uint32_t load4(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+struct Q5_0 {
+  static constexpr int kElems = 32, kBytes = 22, kSubs = 1;
+  static constexpr bool kUnsigned = false, kTwoScales = false, kMins = false;
+  using Hdr = Hdr32;
+  static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b); }
+  static __m256i sub(const uint8_t* b, int) {
+    const __m256i hi = _mm256_and_si256(expandBits(load4(b + 2)), _mm256_set1_epi8(0x10));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles16(b + 6), hi), _mm256_set1_epi8(16));
+  }
+};
+struct Q5_1 {
+  static constexpr int kElems = 32, kBytes = 24, kSubs = 1;
+  static constexpr bool kUnsigned = true, kTwoScales = false, kMins = true;
+  using Hdr = Hdr32;
+  static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b), h.mn[0] = h2f(b + 2); }
+  static __m256i sub(const uint8_t* b, int) {
+    const __m256i hi = _mm256_and_si256(expandBits(load4(b + 4)), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(nibbles16(b + 8), hi);
+  }
+};
+// The 6-bit sub-scales and mins of q4_k / q5_k (12 bytes for 8 pairs).
+inline void kScales(const uint8_t* b, HdrK& h) {
+  const float d = h2f(b), dmin = h2f(b + 2);
+  const uint8_t* q = b + 4;
+  for (int j = 0; j < 8; ++j) {
+    int sc, mn;
+    if (j < 4) {
+      sc = q[j] & 63, mn = q[j + 4] & 63;
+    } else {
+      sc = (q[j + 4] & 0x0f) | ((q[j - 4] >> 6) << 4);
+      mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+    h.s[j] = d * static_cast<float>(sc);
+    h.mn[j] = -dmin * static_cast<float>(mn);
+  }
+}
+struct Q4_K {
+  static constexpr int kElems = 256, kBytes = 144, kSubs = 8;
+  static constexpr bool kUnsigned = true, kTwoScales = false, kMins = true;
+  using Hdr = HdrK;
+  static void header(const uint8_t* b, Hdr& h) { kScales(b, h); }
+  static __m256i sub(const uint8_t* b, int j) {
+    const __m256i v = load32(b + 16 + 32 * (j >> 1));
+    return _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0f));
+  }
+};
+struct Q5_K {
+  static constexpr int kElems = 256, kBytes = 176, kSubs = 8;
+  static constexpr bool kUnsigned = true, kTwoScales = false, kMins = true;
+  using Hdr = HdrK;
+  static void header(const uint8_t* b, Hdr& h) { kScales(b, h); }
+  static __m256i sub(const uint8_t* b, int j) {
+    const __m256i v = load32(b + 48 + 32 * (j >> 1));
+    const __m256i lo = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0f));
+    const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << j));
+    const __m256i hi = _mm256_cmpeq_epi8(_mm256_and_si256(load32(b + 16), bit), bit);
+    return _mm256_or_si256(lo, _mm256_and_si256(hi, _mm256_set1_epi8(0x10)));
+  }
+};
+struct Q6_K {
+  static constexpr int kElems = 256, kBytes = 210, kSubs = 8;
+  static constexpr bool kUnsigned = false, kTwoScales = true, kMins = false;
+  using Hdr = HdrK;
+  static void header(const uint8_t* b, Hdr& h) {
+    const float d = h2f(b + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+    for (int j = 0; j < 16; ++j) h.s[j] = d * static_cast<float>(sc[j]);
+  }
+  // Sub j = 4*half + s: low (s < 2) or high nibbles of ql[64 half + 32 (s & 1)], qh bits 2s.
+  static __m256i sub(const uint8_t* b, int j) {
+    const int half = j >> 2, s = j & 3;
+    const __m256i v = load32(b + 64 * half + 32 * (s & 1));
+    const __m256i lo = _mm256_and_si256(s >= 2 ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0f));
+    const __m256i qh = load32(b + 128 + 32 * half);
+    const __m256i hi = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * s), 4), _mm256_set1_epi8(0x30));
+    return _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32));
+  }
+};
+
+template <class F>
+inline float scale0(const typename F::Hdr& h, int j) {
+  if constexpr (F::kTwoScales) return h.s[2 * j];
+  else return h.s[j];
+}
+template <class F>
+inline float scale1(const typename F::Hdr& h, int j) {
+  if constexpr (F::kTwoScales) return h.s[2 * j + 1];
+  else return h.s[j];
+}
+
+// ---- Activations quantized to int8 per 32 (q8_0's scheme): q = round(x / d), d = max|x| / 127,
+// and sd = d * sum(q) for the formats with mins. ----
+struct Act {
+  int8_t* q;
+  float* d;
+  float* sd;
+  int64_t ldq, ldd;
+};
+
+inline void quantizeBlock(const float* x, int8_t* q, float* d, float* sd) {
+  const __m256 signBit = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(x + 8 * i);
+  __m256 amax = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signBit, v[0]), _mm256_andnot_ps(signBit, v[1])),
+                              _mm256_max_ps(_mm256_andnot_ps(signBit, v[2]), _mm256_andnot_ps(signBit, v[3])));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+  const float mx = _mm_cvtss_f32(m4);
+  const float dd = mx / 127.0f, id = mx > 0 ? 127.0f / mx : 0.0f;
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i i[4];
+  for (int j = 0; j < 4; ++j) i[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], vid));
+  const int32_t sum = hsumI(_mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3])));
+  __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+  p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), p);
+  *d = dd;
+  *sd = dd * static_cast<float>(sum);
+}
+
+inline Act quantizeActs(const QProblem& p, Scratch& s) {
+  const int64_t nb = p.k / 32;
+  Act a;
+  a.ldq = (p.k + 63) / 64 * 64;
+  a.ldd = (nb + 15) / 16 * 16;
+  char* base = static_cast<char*>(s.get(static_cast<size_t>(p.m * (a.ldq + 8 * a.ldd) + 64)));
+  a.q = reinterpret_cast<int8_t*>(base);
+  a.d = reinterpret_cast<float*>(base + p.m * a.ldq);
+  a.sd = a.d + p.m * a.ldd;
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t g = 0; g < nb; ++g)
+      quantizeBlock(p.a + i * p.sam + 32 * g, a.q + i * a.ldq + 32 * g, a.d + i * a.ldd + g, a.sd + i * a.ldd + g);
+  return a;
+}
+
+// Integer dot of 32 u8 x 32 i8 -> 8 int32 lanes, lane l summing elements 4l..4l+3.
+inline __m256i dotU8I8(__m256i u, __m256i s) {
+#if RADIX_Q_VNNI == 1
+  return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s);
+#elif RADIX_Q_VNNI == 2
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+template <class F>
+inline __m256 scaleVec(const typename F::Hdr& h, int j, float da) {
+  if constexpr (F::kTwoScales)
+    return _mm256_set_m128(_mm_set1_ps(scale1<F>(h, j) * da), _mm_set1_ps(scale0<F>(h, j) * da));
+  else
+    return _mm256_set1_ps(scale0<F>(h, j) * da);
+}
+
+// The mins' share: mn * sum(a) per sub-block (8 at once for the K-quants).
+template <class F, int M, int R>
+inline void addMins(const typename F::Hdr (&h)[R], const float* sd, int64_t ld, __m256 (&macc)[R][M],
+                    float (&smacc)[R][M]) {
+  for (int i = 0; i < M; ++i)
+    for (int r = 0; r < R; ++r) {
+      if constexpr (F::kSubs == 8)
+        macc[r][i] = _mm256_fmadd_ps(_mm256_load_ps(h[r].mn), _mm256_loadu_ps(sd + i * ld), macc[r][i]);
+      else
+        smacc[r][i] += h[r].mn[0] * sd[i * ld];
+    }
+}
+
+// ---- GEMV, int8 activations: R weight rows x M activation rows, one accumulator each. ----
+template <class F, int M, int R>
+void gemvInt8Rows(const QProblem& p, const Act& act, int64_t j0) {
+  const int64_t nblk = p.k / F::kElems;
+  __m256 acc[R][M], macc[R][M];
+  float smacc[R][M] = {};
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < M; ++i) acc[r][i] = macc[r][i] = _mm256_setzero_ps();
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = p.w + (j0 + r) * p.wRowBytes;
+  for (int64_t b = 0; b < nblk; ++b) {
+    typename F::Hdr h[R];
+    const uint8_t* blk[R];
+    for (int r = 0; r < R; ++r) {
+      blk[r] = w[r] + b * F::kBytes;
+      F::header(blk[r], h[r]);
+    }
+    if (b + 4 < nblk)
+      for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(blk[r] + 4 * F::kBytes), _MM_HINT_T0);
+    for (int j = 0; j < F::kSubs; ++j) {
+      const int64_t g = b * F::kSubs + j;
+      __m256i u[R], q[R];
+      for (int r = 0; r < R; ++r) {
+        q[r] = F::sub(blk[r], j);
+        u[r] = F::kUnsigned ? q[r] : _mm256_abs_epi8(q[r]);
+      }
+      for (int i = 0; i < M; ++i) {
+        const __m256i aq = load32(reinterpret_cast<const uint8_t*>(act.q + i * act.ldq + 32 * g));
+        const float da = act.d[i * act.ldd + g];
+        for (int r = 0; r < R; ++r) {
+          const __m256i dot = dotU8I8(u[r], F::kUnsigned ? aq : _mm256_sign_epi8(aq, q[r]));
+          acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scaleVec<F>(h[r], j, da), acc[r][i]);
+        }
+      }
+    }
+    if constexpr (F::kMins) addMins<F, M, R>(h, act.sd + b * F::kSubs, act.ldd, macc, smacc);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < M; ++i)
+      p.c[i * p.scm + (j0 + r) * p.scn] += hsum(_mm256_add_ps(acc[r][i], macc[r][i])) + smacc[r][i];
+}
+
+// ---- GEMV, f32 activations: the decoded weights times A in f32 (exact up to f32 rounding). ----
+inline void toF32(__m256i q, bool isUnsigned, __m256 (&w)[4]) {
+  for (int c = 0; c < 4; ++c) {
+    const __m128i x = c < 2 ? _mm256_castsi256_si128(q) : _mm256_extracti128_si256(q, 1);
+    const __m128i y = c & 1 ? _mm_srli_si128(x, 8) : x;
+    w[c] = _mm256_cvtepi32_ps(isUnsigned ? _mm256_cvtepu8_epi32(y) : _mm256_cvtepi8_epi32(y));
+  }
+}
+
+// Per-32 sums of A (for the mins).
+inline float* blockSums(const QProblem& p, Scratch& s, int64_t& ld) {
+  const int64_t nb = p.k / 32;
+  ld = (nb + 15) / 16 * 16;
+  float* out = static_cast<float*>(s.get(sizeof(float) * static_cast<size_t>(p.m * ld + 16)));
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t g = 0; g < nb; ++g) {
+      const float* x = p.a + i * p.sam + 32 * g;
+      __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8)),
+                               _mm256_add_ps(_mm256_loadu_ps(x + 16), _mm256_loadu_ps(x + 24)));
+      out[i * ld + g] = hsum(v);
+    }
+  return out;
+}
+
+template <class F, int M, int R>
+void gemvF32Rows(const QProblem& p, const float* asum, int64_t lds, int64_t j0) {
+  const int64_t nblk = p.k / F::kElems;
+  __m256 acc[R][M], macc[R][M];
+  float smacc[R][M] = {};
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < M; ++i) acc[r][i] = macc[r][i] = _mm256_setzero_ps();
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = p.w + (j0 + r) * p.wRowBytes;
+  for (int64_t b = 0; b < nblk; ++b) {
+    typename F::Hdr h[R];
+    const uint8_t* blk[R];
+    for (int r = 0; r < R; ++r) {
+      blk[r] = w[r] + b * F::kBytes;
+      F::header(blk[r], h[r]);
+    }
+    for (int j = 0; j < F::kSubs; ++j) {
+      const int64_t g = b * F::kSubs + j;
+      __m256 wf[R][4];
+      for (int r = 0; r < R; ++r) toF32(F::sub(blk[r], j), F::kUnsigned, wf[r]);
+      for (int i = 0; i < M; ++i) {
+        const float* a = p.a + i * p.sam + 32 * g;
+        const __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8), a2 = _mm256_loadu_ps(a + 16),
+                     a3 = _mm256_loadu_ps(a + 24);
+        for (int r = 0; r < R; ++r) {
+          const __m256 t0 = _mm256_fmadd_ps(wf[r][1], a1, _mm256_mul_ps(wf[r][0], a0));
+          const __m256 t1 = _mm256_fmadd_ps(wf[r][3], a3, _mm256_mul_ps(wf[r][2], a2));
+          if constexpr (F::kTwoScales) {
+            acc[r][i] = _mm256_fmadd_ps(t0, _mm256_set1_ps(scale0<F>(h[r], j)), acc[r][i]);
+            acc[r][i] = _mm256_fmadd_ps(t1, _mm256_set1_ps(scale1<F>(h[r], j)), acc[r][i]);
+          } else {
+            acc[r][i] = _mm256_fmadd_ps(_mm256_add_ps(t0, t1), _mm256_set1_ps(scale0<F>(h[r], j)), acc[r][i]);
+          }
+        }
+      }
+    }
+    if constexpr (F::kMins) addMins<F, M, R>(h, asum + b * F::kSubs, lds, macc, smacc);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < M; ++i)
+      p.c[i * p.scm + (j0 + r) * p.scn] += hsum(_mm256_add_ps(acc[r][i], macc[r][i])) + smacc[r][i];
+}
+
+template <class F, int M, bool Int8>
+void gemvM(const QProblem& p, int64_t n0, int64_t n1, const Act& act, const float* asum, int64_t lds) {
+  constexpr int R = M == 1 ? 4 : M == 2 ? 2 : 1;
+  int64_t j = n0;
+  for (; j + R <= n1; j += R) {
+    if constexpr (Int8)
+      gemvInt8Rows<F, M, R>(p, act, j);
+    else
+      gemvF32Rows<F, M, R>(p, asum, lds, j);
+  }
+  for (; j < n1; ++j) {
+    if constexpr (Int8)
+      gemvInt8Rows<F, M, 1>(p, act, j);
+    else
+      gemvF32Rows<F, M, 1>(p, asum, lds, j);
+  }
+}
+
+constexpr int64_t kGemvMaxM = 4;
+
+template <class F>
+QPath gemv(const QProblem& p, int64_t n0, int64_t n1, bool exact) {
+  static thread_local Scratch scratch;
+  Act act{};
+  const float* asum = nullptr;
+  int64_t lds = 0;
+  if (exact) {
+    if constexpr (F::kMins) asum = blockSums(p, scratch, lds);
+  } else {
+    act = quantizeActs(p, scratch);
+  }
+  auto go = [&]<bool Int8>() {
+    switch (p.m) {
+      case 1: return gemvM<F, 1, Int8>(p, n0, n1, act, asum, lds);
+      case 2: return gemvM<F, 2, Int8>(p, n0, n1, act, asum, lds);
+      case 3: return gemvM<F, 3, Int8>(p, n0, n1, act, asum, lds);
+      default: return gemvM<F, 4, Int8>(p, n0, n1, act, asum, lds);
+    }
+  };
+  if (exact) {
+    go.template operator()<false>();
+    return QPath::gemvF32;
+  }
+  go.template operator()<true>();
+  return QPath::gemvInt8;
+}
+
+// ---- GEMM: NC rows of W decoded once per KC slice into f32 panels, reused by every m tile. ----
+template <class F>
+void decodeRow(const uint8_t* w, int64_t nblk, float* out) {
+  for (int64_t b = 0; b < nblk; ++b) {
+    const uint8_t* blk = w + b * F::kBytes;
+    typename F::Hdr h;
+    F::header(blk, h);
+    for (int j = 0; j < F::kSubs; ++j) {
+      __m256 wf[4];
+      toF32(F::sub(blk, j), F::kUnsigned, wf);
+      const __m256 s0 = _mm256_set1_ps(scale0<F>(h, j)), s1 = _mm256_set1_ps(scale1<F>(h, j));
+      __m256 mn = _mm256_setzero_ps();
+      if constexpr (F::kMins) mn = _mm256_set1_ps(h.mn[j]);
+      float* o = out + (b * F::kSubs + j) * 32;
+      for (int c = 0; c < 4; ++c) {
+        const __m256 x = _mm256_mul_ps(wf[c], c < 2 ? s0 : s1);
+        _mm256_storeu_ps(o + 8 * c, F::kMins ? _mm256_add_ps(x, mn) : x);
+      }
+    }
+  }
+}
+
+struct QCfg {
+  using V = RADIX_Q_V;
+  using PackT = float;
+  static constexpr int MR = RADIX_Q_MR, NV = RADIX_Q_NV, NR = NV * V::W, kPair = 1;
+  static constexpr int64_t MC = 192, KC = 256, NC = 192;
+};
+
+template <class F>
+QPath gemm(const QProblem& p, int64_t n0, int64_t n1) {
+  constexpr int MR = QCfg::MR, NR = QCfg::NR, NV = QCfg::NV;
+  constexpr int64_t KC = std::max<int64_t>(QCfg::KC, F::kElems), NC = QCfg::NC, MC = QCfg::MC;
+  static thread_local Scratch sa, sb, sr;
+  const int64_t kcMax = std::min<int64_t>(KC, p.k);
+  const int64_t mcMax = std::min<int64_t>(MC, (p.m + MR - 1) / MR * MR);
+  const int64_t ncMax = std::min<int64_t>(NC, (n1 - n0 + NR - 1) / NR * NR);
+  float* ap = static_cast<float*>(sa.get(sizeof(float) * mcMax * kcMax));
+  float* bp = static_cast<float*>(sb.get(sizeof(float) * ncMax * kcMax));
+  float* row = static_cast<float*>(sr.get(sizeof(float) * kcMax));
+  for (int64_t jc = n0; jc < n1; jc += NC) {
+    const int64_t nc = std::min<int64_t>(NC, n1 - jc);
+    for (int64_t pc = 0; pc < p.k; pc += KC) {
+      const int64_t kc = std::min<int64_t>(KC, p.k - pc);
+      // Decode rows into NR-wide panels: panel q holds kc x NR (row j at column j % NR).
+      for (int64_t jr = 0; jr < (nc + NR - 1) / NR * NR; ++jr) {
+        float* panel = bp + (jr / NR) * kc * NR + (jr % NR);
+        if (jr < nc) {
+          decodeRow<F>(p.w + (jc + jr) * p.wRowBytes + (pc / F::kElems) * F::kBytes, kc / F::kElems, row);
+          for (int64_t k = 0; k < kc; ++k) panel[k * NR] = row[k];
+        } else {
+          for (int64_t k = 0; k < kc; ++k) panel[k * NR] = 0;
+        }
+      }
+      for (int64_t ic = 0; ic < p.m; ic += MC) {
+        const int64_t mc = std::min<int64_t>(MC, p.m - ic);
+        packA<QCfg, Elem::f32>(p.a, p.sam, 1, ic, mc, pc, kc, ap);
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+            microF32<QCfg::V, MR, NV>(kc, ap + ir * kc, bp + jr * kc, p.c + (ic + ir) * p.scm + (jc + jr) * p.scn,
+                                      p.scm, p.scn, mr, nr);
+          }
+        }
+      }
+    }
+  }
+  return QPath::gemmDecoded;
+}
+
+// RADIX_QUANT_EXACT=1 selects the f32-activation GEMV (read per call, so tests can switch it).
+inline bool exactRequested() {
+  const char* e = std::getenv("RADIX_QUANT_EXACT");
+  return e && e[0] == '1';
+}
+
+template <class F>
+QPath runFormat(const QProblem& p, int64_t n0, int64_t n1) {
+  if (p.k % F::kElems != 0)
+    throw radix::Error("[qcontract] k=" + std::to_string(p.k) + " is not a whole number of blocks of " +
+                       std::to_string(F::kElems));
+  if (n0 >= n1 || p.m <= 0) return QPath::scalar;
+  if (p.m <= kGemvMaxM) return gemv<F>(p, n0, n1, exactRequested());
+  return gemm<F>(p, n0, n1);
+}
+
+// Returns false for the formats this file has no kernel for (the caller falls back).
+inline bool run(const QProblem& p, int64_t n0, int64_t n1, QPath& path) {
+  switch (p.type) {
+    case QuantType::q8_0: path = runFormat<Q8_0>(p, n0, n1); return true;
+    case QuantType::q4_0: path = runFormat<Q4_0>(p, n0, n1); return true;
+    case QuantType::q4_1: path = runFormat<Q4_1>(p, n0, n1); return true;
+    case QuantType::q5_0: path = runFormat<Q5_0>(p, n0, n1); return true;
+    case QuantType::q5_1: path = runFormat<Q5_1>(p, n0, n1); return true;
+    case QuantType::q4_k: path = runFormat<Q4_K>(p, n0, n1); return true;
+    case QuantType::q5_k: path = runFormat<Q5_K>(p, n0, n1); return true;
+    case QuantType::q6_k: path = runFormat<Q6_K>(p, n0, n1); return true;
+    default: return false;
+  }
+}
+
+}  // namespace RADIX_Q_NS
