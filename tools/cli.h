@@ -94,5 +94,6 @@ int generateCommand(Args& args);
 int benchCommand(Args& args);
 int chatCommand(Args& args);
 int infoCommand(Args& args);
+int quantizeCommand(Args& args);
 
 }  // namespace radix::cli

@@ -1,5 +1,5 @@
 // radix: the command-line tool. `radix generate`, `radix bench` (tools/generate.cpp), `radix chat`
-// (tools/chat.cpp), `radix info` (tools/info.cpp), `radix cache ls|clear`, `radix targets`,
+// (tools/chat.cpp), `radix info` (tools/info.cpp), `radix quantize` (tools/quantize.cpp), `radix cache ls|clear`, `radix targets`,
 // `radix version`. As getopt tools: --help/-h print usage on stdout and exit 0; a bad command line
 // prints the message and the usage on stderr and exits 2; a failure at run time exits 1.
 #include <cstdio>
@@ -141,6 +141,14 @@ const Command kCommands[] = {
      "and chat template of an HF folder or .gguf file (also for architectures radix cannot run).\n"
      "  -m, --model PATH      an HF folder, a .safetensors file or a .gguf file\n",
      radix::cli::infoCommand},
+    {"quantize", "radix quantize --model IN --to TYPE -o OUT.gguf",
+     "Writes a quantized GGUF v3 file that llama.cpp loads, mixed as llama-quantize mixes it (no\n"
+     "importance matrix): the same types per tensor and, from the same f32 weights, the same bytes.\n"
+     "  -m, --model IN        a .gguf file, or an HF folder of GPT-2 or Llama (config.json, safetensors,\n"
+     "                        a byte-level BPE tokenizer.json)\n"
+     "  --to TYPE             q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_m, q5_k_m or q6_k\n"
+     "  -o, --output OUT      the .gguf file to write\n",
+     radix::cli::quantizeCommand},
     {"bench",
      "radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16|f16[,..]]\n"
      "                   [--compute f32|bf16|f16] [-r REPS]",
