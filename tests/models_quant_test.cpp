@@ -1,5 +1,5 @@
 // GPT-2 and Llama with quantized GGUF weights (Q8_0, Q4_0, Q4_K_M and, for Llama, Q5_K_M and Q6_K,
-// with llama.cpp's per-tensor mixes: Q6_K output, Q6_K attn_v/ffn_down in some layers, Q5_K
+// with llama.cpp's per-tensor mixes: Q6_K output, Q6_K attn_v/ffn_down in the last layer, Q5_K
 // attn_qkv, F32 norms) against the PyTorch references of tests/oracle/ run on the weights that
 // tests/oracle/ggml_quants.py (numpy decoders written from the format definitions) decodes from
 // the same file. The files are written by tools/make_test_models.py --size quant --quant ...
@@ -124,15 +124,15 @@ TEST(ModelsQuantLoad, PackedWeightsAliasTheFileAndCountTheirElements) {
   const std::string file = quantModels() + "/llama-quant-q4_k_m.gguf";
   const Platform cpu = Platform::cpu();
   const io::Checkpoint ckpt = io::Checkpoint::open(file);
-  const io::TensorInfo* down = ckpt.find("blk.0.ffn_down.weight");
+  const io::TensorInfo* down = ckpt.find("blk.1.ffn_down.weight");  // Q4_K_M: Q6_K in the last layer
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(down->type, "Q6_K");
   EXPECT_EQ(down->quant, QuantType::q6_k);
-  EXPECT_EQ(ckpt.find("blk.1.ffn_down.weight")->quant, QuantType::q4_k);
+  EXPECT_EQ(ckpt.find("blk.0.ffn_down.weight")->quant, QuantType::q4_k);
   EXPECT_EQ(ckpt.find("output_norm.weight")->quant, QuantType::none);
-  const Tensor packed = ckpt.load(cpu, "blk.0.ffn_down.weight");
+  const Tensor packed = ckpt.load(cpu, "blk.1.ffn_down.weight");
   EXPECT_EQ(packed.shape(), Shape({256, 2 * 210}, DType::u8));  // 512 columns: two Q6_K blocks of 210 bytes
-  EXPECT_EQ(packed.bufferAddress(), ckpt.bytes("blk.0.ffn_down.weight").data());
+  EXPECT_EQ(packed.bufferAddress(), ckpt.bytes("blk.1.ffn_down.weight").data());
   const QuantizedTensor q = ckpt.loadQuantized(cpu, "blk.1.attn_q.weight");
   EXPECT_EQ(q.type, QuantType::q4_k);
   EXPECT_EQ(q.cols, 256);
@@ -140,9 +140,9 @@ TEST(ModelsQuantLoad, PackedWeightsAliasTheFileAndCountTheirElements) {
   EXPECT_EQ(radix::testing::errorOf([&] { ckpt.loadQuantized(cpu, "output_norm.weight"); }).rfind("[checkpoint] tensor \"output_norm.weight\"", 0), 0u);
 
   const llama::Model m = llama::Model::load(cpu, ckpt, DType::f32);
-  EXPECT_EQ(m.layers[0].mlp.down_proj.quant, QuantType::q6_k);
-  EXPECT_EQ(m.layers[0].mlp.down_proj.cols, 512);
-  EXPECT_EQ(m.layers[1].mlp.down_proj.quant, QuantType::q4_k);
+  EXPECT_EQ(m.layers[1].mlp.down_proj.quant, QuantType::q6_k);
+  EXPECT_EQ(m.layers[1].mlp.down_proj.cols, 512);
+  EXPECT_EQ(m.layers[0].mlp.down_proj.quant, QuantType::q4_k);
   EXPECT_EQ(m.embed_tokens.quant, QuantType::q4_k);
   ASSERT_TRUE(m.lm_head.has_value());
   EXPECT_EQ(m.lm_head->quant, QuantType::q6_k);
