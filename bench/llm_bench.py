@@ -15,6 +15,11 @@ every thread count, in one run:
 - Radix: `build/bin/radix bench --model DIR -p P -n N -t T --dtype D` (f16: f16 weights with
   `--compute f32`, as llama.cpp's F16 runs), whose llama-bench style rows
   `| model | size | params | dtype | threads | test | t/s |` are parsed; "n/a" when it fails.
+With --quant TYPES (q8_0,q4_0,q4_k_m,...): GPT-2 small and Llama-110M GGUF files with random weights
+(tools/make_test_models.py --size bench --quant, written once into --gguf-dir), F32 and each type,
+run by `radix bench`, by llama.cpp's llama-bench where a build is found ($LLAMA_BENCH, else
+/work/peers/llama.cpp/build/bin/llama-bench; skipped with a message otherwise), PyTorch at f32 (it
+has no GGUF types) and the roof from the file's tensor bytes; plus radix/llama.cpp.
 Each child runs with OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS = T set before it
 starts (libgomp reads it at load time). Radix and PyTorch alternate per model and thread count.
 Prints one line per (model, dtype, threads, test) with Radix / roof and Radix / PyTorch.
@@ -37,6 +42,57 @@ ROW = re.compile(r"^\|\s*(?P<model>[^|]+?)\s*\|\s*(?P<size>[^|]+?)\s*\|\s*(?P<pa
                  r"\s*(?P<threads>\d+)\s*\|\s*(?P<test>(pp|tg)\d+)\s*\|\s*(?P<tps>[0-9.]+)\s*(±\s*(?P<std>[0-9.]+))?\s*\|\s*$")
 TRIAD_ELEMENTS = 16 * 1024 * 1024
 SAFETENSORS_DTYPES = {"F32": "f32", "BF16": "bf16", "F16": "f16"}
+
+
+def parse_table(text):
+    """Markdown rows by their header's names (llama-bench -o md): {test: (t/s, std, row)}."""
+    out, names = {}, None
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.strip().startswith("|"):
+            continue
+        if names is None:
+            names = cells
+            continue
+        row = dict(zip(names, cells))
+        m = re.match(r"([0-9.]+)\s*(±\s*([0-9.]+))?", row.get("t/s", ""))
+        if m and row.get("test"):
+            out[row["test"]] = (float(m.group(1)), float(m.group(3) or 0), row)
+    return out
+
+
+def llama_bench_path(given):
+    for path in (given, os.environ.get("LLAMA_BENCH"), "/work/peers/llama.cpp/build/bin/llama-bench"):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def gguf_decode_bytes(path):
+    """Weight bytes one decode step reads from a GGUF: every tensor but the embedding tables, of
+    which one row each; the token embedding whole when it is also the head (no output.weight)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "oracle"))
+    import ggml_quants  # noqa: E402
+    tensors = ggml_quants.read_gguf(path)
+    total = 0
+    for name, (_, dims, raw) in tensors.items():
+        if name in ("token_embd.weight", "position_embd.weight") and not (name == "token_embd.weight" and "output.weight" not in tensors):
+            total += len(raw) // dims[0]
+        else:
+            total += len(raw)
+    return total
+
+
+def make_ggufs(folder, quant, python):
+    """tools/make_test_models.py --size bench GGUFs (F32 and each type) in `folder`, unless there:
+    [(arch, type, path)]."""
+    files = [(a, q, os.path.join(folder, f"{a}-bench{'' if q == 'f32' else '-' + q}.gguf"))
+             for a in ("gpt2", "llama") for q in ["f32"] + quant]
+    if not all(os.path.exists(path) for _, _, path in files):
+        subprocess.run([python, os.path.join(os.path.dirname(HERE), "tools", "make_test_models.py"), folder,
+                        "--size", "bench", "--only", "gpt2-gguf,llama-gguf", "--quant", ",".join(quant)], check=True,
+                       stdout=subprocess.DEVNULL)
+    return files
 
 
 def parse_rows(text):
@@ -144,6 +200,11 @@ def main():
     ap.add_argument("--dtypes", help="e.g. f32,bf16: run each folder at these dtypes (default: the folder's own; "
                                      "another dtype passes --dtype D to `radix bench`)")
     ap.add_argument("--timeout", type=float, default=1200, help="seconds per child command")
+    ap.add_argument("--quant", default="", help="GGUF types to run, e.g. q8_0,q4_0,q4_k_m (with F32): GPT-2 small "
+                                                "and Llama-110M shapes, random weights")
+    ap.add_argument("--gguf-dir", default="/tmp/radix-llm-bench-gguf", help="where --quant's files are written")
+    ap.add_argument("--llama-bench", default=None, help="llama.cpp's llama-bench (default: $LLAMA_BENCH, else "
+                                                        "/work/peers/llama.cpp/build/bin/llama-bench)")
     a = ap.parse_args()
     if a.quick:
         a.reps, a.timeout = 1, min(a.timeout, 600)
@@ -156,47 +217,66 @@ def main():
         own = folder_dtype(folder)
         for dtype in (a.dtypes.split(",") if a.dtypes else [own]):
             models.append((os.path.basename(os.path.normpath(folder)), cfg, dtype, folder, own))
-    if not a.models:
+    if a.quant:
+        for arch, q, path in make_ggufs(a.gguf_dir, [q for q in a.quant.split(",") if q], a.python):
+            cfg = torch_llm_peer.config_of(path=os.path.join(a.gguf_dir, f"{arch}-bench", "config.json"))
+            models.append((f"{arch}-bench.gguf", cfg, q, path, "gguf"))
+    elif not a.models:
         for arch in ("gpt2", "llama"):
             for dtype in ("f32", "bf16", "f16"):
                 models.append((arch + " (built-in shape)", torch_llm_peer.config_of(arch), dtype, None, None))
 
+    llama_bench = llama_bench_path(a.llama_bench) if a.quant else None
+    if a.quant and not llama_bench:
+        print("llm_bench: llama.cpp skipped: no llama-bench ($LLAMA_BENCH, --llama-bench, or a build in "
+              "/work/peers/llama.cpp/build)")
     triad = Triad(a.bench_cpu)
     start_bw = {t: triad.measure(t, 5) for t in threads}
     print(f"llm_bench: -p {a.p} -n {a.n}; PyTorch {a.reps} rep(s) per test; load average {open('/proc/loadavg').read().split()[:3]}")
     for t in threads:
         print(f"  triad T={t}: {start_bw[t] and f'{start_bw[t]:.1f} GB/s' or 'n/a'} (start of run)")
     print("  roof = triad GB/s / weight bytes per decode token (pp has no roof: GEMM-bound); t/s are mean ± std")
-    header = f"{'model':<26} {'dtype':<5} {'T':>2} {'test':<6} {'radix t/s':>16} {'torch t/s':>16} {'roof t/s':>9} " \
-             f"{'radix/roof':>10} {'radix/torch':>11} {'torch/roof':>10}"
+    header = f"{'model':<26} {'dtype':<6} {'T':>2} {'test':<6} {'radix t/s':>16} {'llama.cpp t/s':>16} {'torch t/s':>16} " \
+             f"{'roof t/s':>9} {'radix/roof':>10} {'radix/llama':>11} {'radix/torch':>11} {'torch/roof':>10}"
     print(header)
     lines = []
     for label, cfg, dtype, folder, own in models:
+        gguf = own == "gguf"
         bpp = {"f32": 4, "bf16": 2, "f16": 2}.get(dtype, 4)
-        per_token = torch_llm_peer.decode_bytes_per_token(cfg, bpp)
+        per_token = gguf_decode_bytes(folder) if gguf else torch_llm_peer.decode_bytes_per_token(cfg, bpp)
         for t in threads:
             radix_rows, radix_err = {}, "no model folder (make one with the models engineer's tools/ script)"
             if folder:
                 cmd = [a.radix, "bench", "--model", folder, "-p", str(a.p), "-n", str(a.n), "-t", str(t)]
-                # Always explicit (radix bench defaults to the file's dtype with f32 activations);
-                # f16 runs as llama.cpp's F16 does: f16 weights, f32 activations.
-                cmd += ["--dtype", dtype] + (["--compute", "f32"] if dtype == "f16" else [])
+                # Quantized GGUF files run as stored; else always explicit (radix bench defaults to
+                # the file's dtype with f32 activations); f16 runs as llama.cpp's F16 does.
+                if not gguf:
+                    cmd += ["--dtype", dtype] + (["--compute", "f32"] if dtype == "f16" else [])
                 cmd += shlex.split(a.radix_args)
                 out, radix_err = run(cmd, t, a.timeout)
                 radix_rows = parse_rows(out)
                 if not radix_err and not radix_rows:
                     radix_err = "no llama-bench rows in its output"
+            llama_rows, llama_err = {}, None
+            if gguf and llama_bench:
+                cmd = [llama_bench, "-m", folder, "-p", str(a.p), "-n", str(a.n), "-t", str(t), "-r", str(a.reps),
+                       "-o", "md"]
+                out, llama_err = run(cmd, t, a.timeout)
+                llama_rows = parse_table(out)
+                if not llama_err and not llama_rows:
+                    llama_err = "no rows in llama-bench's output"
             torch_rows, torch_err = {}, "--no-torch"
-            if not a.no_torch and dtype in ("f32", "bf16"):
-                cmd = [a.python, os.path.join(HERE, "torch_llm_peer.py"), "--dtype", dtype, "--threads", str(t),
+            torch_dtype = "f32" if gguf else dtype
+            if not a.no_torch and torch_dtype in ("f32", "bf16"):
+                cmd = [a.python, os.path.join(HERE, "torch_llm_peer.py"), "--dtype", torch_dtype, "--threads", str(t),
                        "-p", str(a.p), "-n", str(a.n), "--reps", str(a.reps)]
-                cmd += ["--config", os.path.join(folder, "config.json")] if folder else ["--arch", cfg["arch"]]
+                cmd += ["--config", os.path.join(folder, "config.json")] if folder and not gguf else ["--arch", cfg["arch"]]
                 out, torch_err = run(cmd, t, a.timeout)
                 torch_rows = parse_rows(out)
             elif not a.no_torch:
                 torch_err = f"no {dtype} in the PyTorch peer"
             for test in (f"pp{a.p}", f"tg{a.n}"):
-                r, p = radix_rows.get(test), torch_rows.get(test)
+                r, p, ll = radix_rows.get(test), torch_rows.get(test), llama_rows.get(test)
                 roof = start_bw[t] * 1e9 / per_token if (test.startswith("tg") and start_bw[t]) else None
 
                 def fmt(x):
@@ -205,9 +285,10 @@ def main():
                 def ratio(x, y):
                     return f"{x / y:.3f}" if x and y else "-"
 
-                line = f"{label:<26} {dtype:<5} {t:>2} {test:<6} {fmt(r):>16} {fmt(p):>16} " \
-                       f"{(f'{roof:.1f}' if roof else '-'):>9} {ratio(r and r[0], roof):>10} " \
-                       f"{ratio(r and r[0], p and p[0]):>11} {ratio(p and p[0], roof):>10}"
+                line = f"{label:<26} {dtype:<6} {t:>2} {test:<6} {fmt(r):>16} {(fmt(ll) if gguf else '-'):>16} " \
+                       f"{fmt(p):>16} {(f'{roof:.1f}' if roof else '-'):>9} {ratio(r and r[0], roof):>10} " \
+                       f"{ratio(r and r[0], ll and ll[0]):>11} {ratio(r and r[0], p and p[0]):>11} " \
+                       f"{ratio(p and p[0], roof):>10}"
                 print(line, flush=True)
                 lines.append(line)
             if radix_err and not radix_rows:
@@ -215,8 +296,10 @@ def main():
             missing = [x for x in (f"pp{a.p}", f"tg{a.n}") if x not in radix_rows]
             if radix_rows and missing:
                 print(f"    radix: no {', '.join(missing)} row (it printed {', '.join(radix_rows)})")
+            if llama_err and not llama_rows:
+                print(f"    llama.cpp: n/a ({llama_err})")
             for test, (_, _, fields) in radix_rows.items():
-                if fields["dtype"] != dtype or int(fields["threads"]) != t:
+                if not gguf and fields["dtype"] != dtype or int(fields["threads"]) != t:
                     print(f"    warning: radix's {test} row says dtype {fields['dtype']}, threads {fields['threads']};"
                           f" asked for {dtype}, {t}")
             if torch_err and not torch_rows and not a.no_torch:

@@ -112,7 +112,12 @@ w.write(")" + path + "\")\n"),
       EXPECT_EQ(q8->dims, (std::vector<int64_t>{3, 64}));
       EXPECT_EQ(q8->bytes, 3u * 2 * 34);
       EXPECT_EQ(ckpt.bytes("q8").size(), 204u);
-      EXPECT_NE(errorOf([&] { ckpt.load(cpu(), "q8"); }).find("quantized"), std::string::npos);
+      EXPECT_EQ(q8->quant, radix::QuantType::q8_0);
+      const Tensor blocks = ckpt.load(cpu(), "q8");  // the packed blocks, zero-copy
+      EXPECT_EQ(blocks.shape(), Shape({3, 68}, DType::u8));
+      EXPECT_EQ(blocks.bufferAddress(), ckpt.bytes("q8").data());
+      radix::testing::expectClose(ckpt.load(cpu(), "q8", DType::f32), std::vector<float>(192, 0.f), 0);  // zero blocks
+      EXPECT_NE(errorOf([&] { ckpt.load(cpu(), "q8", DType::i32); }).find("cannot be loaded as i32"), std::string::npos);
       // In memory, the same.
       io::Checkpoint mem = io::Checkpoint::fromGgufBytes(span(file), "m.gguf");
       EXPECT_EQ(mem.tensors().size(), 5u);

@@ -78,14 +78,15 @@ struct Oracle {
   std::vector<int32_t> greedy;
 };
 
-/// Runs tests/oracle/<script> on an HF folder (memoized per arguments).
+/// Runs tests/oracle/<script> on an HF folder (memoized per arguments); `extra` is appended to
+/// its command line ("--gguf q4_0.gguf").
 inline const Oracle& oracle(const std::string& script, const std::string& folder, const std::vector<int32_t>& ids,
-                            int steps, const std::string& dtype) {
+                            int steps, const std::string& dtype, const std::string& extra = "") {
   static std::map<std::string, Oracle> memo;
   std::string idText;
   for (int32_t id : ids) idText += (idText.empty() ? "" : " ") + std::to_string(id);
   const std::string command = kPython + " " + kSource + "/tests/oracle/" + script + " " + folder + " --ids '" + idText +
-                              "' --steps " + std::to_string(steps) + " --dtype " + dtype;
+                              "' --steps " + std::to_string(steps) + " --dtype " + dtype + (extra.empty() ? "" : " " + extra);
   auto it = memo.find(command);
   if (it != memo.end()) return it->second;
   Oracle o;

@@ -113,7 +113,7 @@ models::LanguageModel openModel(const RunOptions& o, const models::LoadOptions& 
 }
 
 std::string dtypesText(const models::LanguageModel& lm) {
-  return std::string(name(lm.dtype())) + " weights, " + std::string(name(lm.computeDtype())) + " compute";
+  return lm.weightType() + " weights, " + std::string(name(lm.computeDtype())) + " compute";
 }
 
 }  // namespace radix::cli

@@ -239,7 +239,7 @@ int benchImpl(Args& args) {
         for (double x : rates) var += (x - mean) * (x - mean) / std::max<double>(1, static_cast<double>(rates.size()) - 1);
         std::printf("| %s | %s | %s | %s | %d | %s%lld | %.2f ± %.2f |\n", lm.architecture().c_str(),
                     sizeText(static_cast<double>(lm.weightBytes())).c_str(),
-                    paramsText(static_cast<double>(lm.parameters())).c_str(), std::string(name(dtype)).c_str(), t, kind,
+                    paramsText(static_cast<double>(lm.parameters())).c_str(), lm.weightType().c_str(), t, kind,
                     static_cast<long long>(count), mean, std::sqrt(var));
         std::fflush(stdout);
       };

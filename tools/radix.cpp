@@ -93,7 +93,8 @@ struct Command {
 };
 
 constexpr std::string_view kDtypeHelp =
-    "  --dtype f32|bf16|f16  the weights' dtype (default: the stored one for f16/bf16 files, else f32)\n"
+    "  --dtype f32|bf16|f16  the weights' dtype (default: the stored one for f16/bf16 files, else f32);\n"
+    "                        a GGUF's Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K weights stay quantized\n"
     "  --compute f32|bf16|f16\n"
     "                        the activations' dtype (default f32)\n";
 
@@ -158,7 +159,8 @@ const Command kCommands[] = {
      "  -n N                  generated tokens (0: skip; default 128)\n"
      "  -t, --threads N,..    thread counts to run (default: all cores)\n"
      "  --dtype D,..          the weights' dtypes to run (default: the stored one for f16/bf16\n"
-     "                        files, with f32 activations; else f32)\n"
+     "                        files, with f32 activations; else f32); quantized GGUF weights stay\n"
+     "                        quantized, and the dtype column prints their type (\"Q4_K - Medium\")\n"
      "  --compute D           the activations' dtype (default: the weights' when --dtype is given)\n"
      "  -r N                  repetitions per row (default 3)\n",
      radix::cli::benchCommand},

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "radix/detail/visit.h"
+#include "radix/quant.h"
 #include "radix/tensor.h"
 #include "radix/tokenizer.h"
 
@@ -101,6 +102,7 @@ struct TensorInfo {
   std::vector<int64_t> dims;        // row-major, outermost first (GGUF's ne[] reversed)
   std::string type;                 // "F32", "F16", "BF16", "Q4_0", "Q8_0", ... as the format names it
   std::optional<DType> dtype;       // set for plain types Radix computes in (f32/f16/bf16/ints)
+  QuantType quant = QuantType::none;  // GGUF block types Radix computes in: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K
   uint64_t bytes = 0;               // stored size
   std::string file;                 // which file holds it (sharded checkpoints)
   uint64_t offset = 0;              // absolute byte offset of its data in that file
@@ -142,8 +144,16 @@ class Checkpoint {
   std::span<const uint8_t> bytes(std::string_view name) const;
   /// A bound tensor: zero-copy when the stored dtype equals `dtype` (or no dtype is asked),
   /// converted (f32/f16/bf16/f64 among each other) otherwise. Untagged, dims as stored.
+  /// A quantized tensor (TensorInfo::quant set) comes as its packed blocks, u8 {rows, rowBytes}
+  /// zero-copy (validated: a NaN/Inf scale is a [quant] error naming it), or decoded on the
+  /// host when a float dtype is asked.
   /// ckpt.load(cpu, "wte.weight", DType::bf16) -> {50257,768}:bf16
+  /// ckpt.load(cpu, "blk.0.attn_q.weight") -> {768,432}:u8 (Q4_0, 768 columns)
   Tensor load(const Platform& platform, std::string_view name, std::optional<DType> dtype = {}) const;
+  /// A quantized tensor as a QuantizedTensor (data zero-copy from the mmap, validated); [checkpoint]
+  /// error when the stored type is not one of TensorInfo::quant's.
+  /// ckpt.loadQuantized(cpu, "blk.0.ffn_down.weight") -> {data {768,1722}:u8, .type = q6_k, .cols = 2048}
+  QuantizedTensor loadQuantized(const Platform& platform, std::string_view name) const;
   /// GGUF key/values ("general.architecture", "llama.block_count", "tokenizer.ggml.tokens", ...);
   /// for HF folders the top-level keys of config.json ("n_embd", "hidden_size", ...; nested
   /// objects as their JSON text); for bare safetensors its "__metadata__" strings.

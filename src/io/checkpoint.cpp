@@ -549,12 +549,44 @@ bool convertHalves(DType from, DType to, const uint8_t* src, uint8_t* dst, size_
 
 }  // namespace
 
+namespace {
+
+/// A quantized tensor's blocks, u8 {rows, rowBytes} (all outer dims as rows), validated; or
+/// decoded to `want` on the host.
+Tensor loadBlocks(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want,
+                  ProgressBar* bar) {
+  const TensorInfo& t = impl.tensors[i];
+  const int64_t cols = t.dims.empty() ? 1 : t.dims.back();
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < t.dims.size(); ++d) rows *= t.dims[d];  // the parser checked the size
+  const int64_t stride = rowBytes(t.quant, cols);
+  const uint8_t* data = impl.data[i];
+  checkBlocks(t.quant, {data, static_cast<size_t>(t.bytes)}, t.name);
+  if (bar) bar->advance(t.bytes);
+  if (!want || *want == DType::u8)
+    return Tensor::fromExternal(platform, Shape({rows, stride}, DType::u8), data, impl.sources[impl.source[i]].owner);
+  if (!isFloat(*want))
+    throw Error("[checkpoint] tensor \"" + t.name + "\" (" + t.type + " " + dimsStr(t.dims) + ") cannot be loaded as " +
+                std::string(name(*want)) + " (its blocks as u8, or decoded to a float dtype)");
+  std::vector<float> row(static_cast<size_t>(cols));
+  const Shape shape(t.dims, *want);
+  std::vector<uint8_t> out(shape.byteSize());
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantizeRow(t.quant, data + r * stride, cols, row.data());
+    radix::detail::encodeValues<float>(*want, row.data(), out.data() + r * cols * sizeOf(*want), row.size());
+  }
+  return Tensor::fromBytes(platform, shape, out.data(), out.size());
+}
+
+}  // namespace
+
 Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar) {
   const TensorInfo& t = impl.tensors[i];
   const std::string what = "tensor \"" + t.name + "\" (" + t.type + " " + dimsStr(t.dims) + ")";
+  if (t.quant != QuantType::none) return loadBlocks(impl, i, platform, want, bar);
   if (!t.dtype)
-    throw Error("[checkpoint] " + what + " has no Radix dtype (quantized and f8 types are not computable yet; "
-                "read its raw bytes with Checkpoint::bytes)");
+    throw Error("[checkpoint] " + what + " has no Radix dtype (Radix computes in Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
+                "Q5_K and Q6_K; read other types' raw bytes with Checkpoint::bytes)");
   if (t.dims.size() > static_cast<size_t>(Shape::kMaxRank))
     throw Error("[checkpoint] " + what + " has rank " + std::to_string(t.dims.size()) + ", more than Radix's " +
                 std::to_string(Shape::kMaxRank));
@@ -607,6 +639,19 @@ std::span<const uint8_t> Checkpoint::bytes(std::string_view name) const {
 
 Tensor Checkpoint::load(const Platform& platform, std::string_view name, std::optional<DType> dtype) const {
   return loadOne(*impl_, indexOf(*impl_, name), platform, dtype, nullptr);
+}
+
+QuantizedTensor Checkpoint::loadQuantized(const Platform& platform, std::string_view name) const {
+  const size_t i = indexOf(*impl_, name);
+  const TensorInfo& t = impl_->tensors[i];
+  if (t.quant == QuantType::none)
+    throw Error("[checkpoint] tensor \"" + t.name + "\" (" + t.type + " " + dimsStr(t.dims) +
+                ") is not quantized in a type Radix computes in (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+  QuantizedTensor q;
+  q.data = loadOne(*impl_, i, platform, std::nullopt, nullptr);
+  q.type = t.quant;
+  q.cols = t.dims.empty() ? 1 : t.dims.back();
+  return q;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 // The GGUF reader (v2 and v3; v1 and big-endian files are rejected): header, metadata key/values
 // of every type (nested arrays included), tensor infos, general.alignment, and the sizes and block
-// layouts of every ggml type, so that quantized tensors are located and validated even though
-// Radix cannot compute in them yet. Every count is bounded by the bytes left in the file before
-// anything is allocated for it; every error names the byte offset and the field.
+// layouts of every ggml type, so that quantized tensors are located and validated (Q8_0 .. Q6_K
+// are computable: TensorInfo::quant; the others are only listed). Every count is bounded by the
+// bytes left in the file before anything is allocated for it; every error names the byte offset
+// and the field.
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -42,6 +43,21 @@ const GgmlType* ggmlType(std::string_view name) {
 }
 
 namespace {
+
+/// The ggml types Radix computes in without decoding them first.
+QuantType computableQuant(uint32_t id) {
+  switch (id) {
+    case 2: return QuantType::q4_0;
+    case 3: return QuantType::q4_1;
+    case 6: return QuantType::q5_0;
+    case 7: return QuantType::q5_1;
+    case 8: return QuantType::q8_0;
+    case 12: return QuantType::q4_k;
+    case 13: return QuantType::q5_k;
+    case 14: return QuantType::q6_k;
+  }
+  return QuantType::none;
+}
 
 enum : uint32_t {
   kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
@@ -238,6 +254,7 @@ void parseGguf(Checkpoint::Impl& impl, size_t sourceIndex) {
     if (overflow) r.fail(dimsAt, field + ": size of " + std::string(type->name) + " tensor overflows 64 bits");
     t.info.type = std::string(type->name);
     t.info.dtype = type->dtype;
+    t.info.quant = computableQuant(type->id);
     t.info.bytes = bytes;
     t.info.file = src.label;
     t.info.dims.assign(ne.rbegin(), ne.rend());  // row-major: outermost first

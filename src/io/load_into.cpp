@@ -117,6 +117,23 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
     }
     claimed[index] = true;
     const TensorInfo& t = impl.tensors[index];
+    if (t.quant != QuantType::none) {
+      // Packed blocks for a u8 {rows, rowBytes} placeholder (a quantized nn::Linear/Embedding),
+      // else decoded on the host into a float placeholder of the logical dims.
+      int64_t rows = 1;
+      for (size_t d = 0; d + 1 < t.dims.size(); ++d) rows *= t.dims[d];
+      const std::vector<int64_t> packed = {rows, rowBytes(t.quant, t.dims.empty() ? 1 : t.dims.back())};
+      const bool asBlocks = want.dtype() == DType::u8 && want.dims() == packed;
+      if (!asBlocks && (t.dims != want.dims() || !isFloat(want.dtype()))) {
+        problems.push_back("shape: \"" + t.name + "\" for " + leaf.path + ": the model expects " + dimsStr(want.dims()) + " (" +
+                           want.str() + "), the checkpoint has " + dimsStr(t.dims) + " " + t.type + " (packed " +
+                           dimsStr(packed) + " u8)");
+        continue;
+      }
+      found[l] = index;
+      total += t.bytes;
+      continue;
+    }
     if (t.dims != want.dims()) {
       problems.push_back("shape: \"" + t.name + "\" for " + leaf.path + ": the model expects " + dimsStr(want.dims()) +
                          " (" + want.str() + "), the checkpoint has " + dimsStr(t.dims) + " " + t.type);
@@ -165,9 +182,11 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
   std::vector<Tensor> loaded(leaves.size());
   for (size_t l = 0; l < leaves.size(); ++l) {
     const TensorInfo& t = impl.tensors[found[l]];
-    std::optional<DType> dtype = spec.dtype && isFloat(*t.dtype) ? spec.dtype : std::optional<DType>();
-    Tensor x = loadOne(impl, found[l], platform, dtype, &bar);
     const Shape& want = leaves[l].tensor->shape();
+    std::optional<DType> dtype;
+    if (t.quant != QuantType::none) dtype = want.dtype();
+    else if (spec.dtype && isFloat(*t.dtype)) dtype = spec.dtype;
+    Tensor x = loadOne(impl, found[l], platform, dtype, &bar);
     std::vector<Tag> tags;
     for (int64_t a = 0; a < want.rank(); ++a) tags.push_back(want.tag(a));
     loaded[l] = x.withTags(tags);

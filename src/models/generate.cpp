@@ -68,6 +68,39 @@ std::optional<Tokenizer> ggufTokenizer(const io::Checkpoint& c) {
   return Tokenizer::fromVocab(spec);
 }
 
+/// llama.cpp's names of its file types (general.file_type, LLAMA_FTYPE_*), as llama-bench prints them.
+std::string fileTypeName(int64_t ftype) {
+  static const std::pair<int64_t, const char*> kNames[] = {
+      {0, "all F32"},       {1, "F16"},           {2, "Q4_0"},          {3, "Q4_1"},          {7, "Q8_0"},
+      {8, "Q5_0"},          {9, "Q5_1"},          {10, "Q2_K - Medium"}, {11, "Q3_K - Small"}, {12, "Q3_K - Medium"},
+      {13, "Q3_K - Large"}, {14, "Q4_K - Small"}, {15, "Q4_K - Medium"}, {16, "Q5_K - Small"}, {17, "Q5_K - Medium"},
+      {18, "Q6_K"},         {21, "Q2_K - Small"}, {32, "BF16"}};
+  for (const auto& [id, text] : kNames)
+    if (id == ftype) return text;
+  return "file type " + std::to_string(ftype);
+}
+
+/// What the weights are stored in: for a GGUF with quantized tensors, its file type's name
+/// ("Q4_K - Medium"), else the types of its 2-D tensors ("Q8_0", "Q4_K + Q6_K"); else `dtype`.
+std::string weightTypeOf(const io::Checkpoint& c, DType dtype) {
+  std::map<std::string, uint64_t> bytes;
+  bool quantized = false;
+  for (const io::TensorInfo& t : c.tensors()) {
+    if (t.dims.size() < 2) continue;
+    bytes[t.type] += t.bytes;
+    quantized = quantized || !t.dtype;
+  }
+  if (!quantized) return std::string(name(dtype));
+  if (const io::MetaValue* v = c.meta("general.file_type"); v && v->kind() == io::MetaValue::Kind::integer)
+    return fileTypeName(v->asInt());
+  std::vector<std::pair<uint64_t, std::string>> byBytes;
+  for (const auto& [type, n] : bytes) byBytes.push_back({n, type});
+  std::sort(byBytes.rbegin(), byBytes.rend());
+  std::string out;
+  for (const auto& [n, type] : byBytes) out += (out.empty() ? "" : " + ") + type;
+  return out;
+}
+
 }  // namespace
 
 // ---- the implementation behind LanguageModel ----
@@ -77,6 +110,7 @@ struct LanguageModel::Impl {
   std::string arch;
   std::optional<Tokenizer> tokenizer;
   DType dtype = DType::f32, compute = DType::f32;
+  std::string weightType;
   int64_t parameters = 0;
   uint64_t bytes = 0;
   int64_t vocab = 0, maxContext = 0, layers = 0, kvHeads = 0, headDim = 0;
@@ -147,6 +181,10 @@ std::shared_ptr<LanguageModel::Impl> makeImpl(const Platform& platform, M model)
   detail::visitLeaves(counter, std::as_const(impl->model));
   impl->parameters = counter.parameters;
   impl->bytes = counter.bytes;
+  // Packed weights count their logical elements, not their bytes.
+  forEachLayer(impl->model, [&](const std::string&, const auto& layer) {
+    if (layer.quant != QuantType::none) impl->parameters += layer.weight.dim(0) * layer.cols - layer.weight.shape().count();
+  });
   return impl;
 }
 
@@ -268,6 +306,7 @@ LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::
   impl->tokenizer = std::move(tokenizer);
   impl->dtype = options.dtype;
   impl->compute = options.compute.value_or(options.dtype);
+  impl->weightType = weightTypeOf(checkpoint, options.dtype);
   return LanguageModel(std::move(impl));
 }
 
@@ -294,6 +333,7 @@ const std::string& LanguageModel::architecture() const { return impl_->arch; }
 int64_t LanguageModel::parameters() const { return impl_->parameters; }
 uint64_t LanguageModel::weightBytes() const { return impl_->bytes; }
 DType LanguageModel::dtype() const { return impl_->dtype; }
+const std::string& LanguageModel::weightType() const { return impl_->weightType; }
 DType LanguageModel::computeDtype() const { return impl_->compute; }
 int64_t LanguageModel::vocabSize() const { return impl_->vocab; }
 int64_t LanguageModel::maxContext() const { return impl_->maxContext; }

@@ -4,6 +4,8 @@ Independent of Radix: plain json/numpy/torch. Each oracle prints one JSON object
   {"logits": [[vocab floats] per step], "greedy": [ids]}
 where logits[0] are the logits of the prompt's last token (prefill) and logits[i] those after
 feeding greedy[i-1] (a decode step); greedy[i] = argmax(logits[i]) (first index on ties).
+With --gguf FILE, the weights are those of a quantized GGUF of the same model, decoded by the
+numpy reference decoders of ggml_quants.py.
 Every step recomputes the whole sequence (no KV cache), so that a cache bug cannot hide.
 """
 import argparse
@@ -44,7 +46,27 @@ def parse_args(doc):
     ap.add_argument("--steps", type=int, default=4, help="greedy tokens to generate")
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"],
                     help="bf16: weights rounded to bf16, computed in f32")
+    ap.add_argument("--gguf", default=None,
+                    help="a quantized GGUF of the same model: its weights, dequantized (ggml_quants.py), replace "
+                         "the folder's")
     return ap.parse_args()
+
+
+def gguf_weights(args, w, names):
+    """With --gguf: replaces w[hf] by the GGUF's tensor, dequantized, for each (hf, gguf name,
+    fix) of `names` (fix undoes the converter's layout change: a transpose, a row permutation)."""
+    if not args.gguf:
+        return w
+    import ggml_quants
+    stored = ggml_quants.read_gguf(args.gguf)
+    w = dict(w)
+    for hf, name, fix in names:
+        if name not in stored:
+            continue
+        tname, dims, raw = stored[name]
+        t = torch.from_numpy(ggml_quants.dequantize(tname, raw, dims))
+        w[hf] = fix(t) if fix else t
+    return w
 
 
 def weights(args, tensors):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch reference of GPT-2 (HF folder: fused c_attn, Conv1D {in, out} weights, learned
 positions, tanh GELU, tied lm_head). Plain torch ops, independent of Radix.
-  tests/oracle/gpt2_ref.py FOLDER --ids "1 2 3" --steps 4 [--dtype f32|bf16]"""
+  tests/oracle/gpt2_ref.py FOLDER --ids "1 2 3" --steps 4 [--dtype f32|bf16] [--gguf QUANTIZED.gguf]"""
 import math
 import os
 import sys
@@ -28,6 +28,16 @@ def main():
     w = common.weights(args, {k[len("transformer."):] if k.startswith("transformer.") else k: v
                               for k, v in tensors.items()})
     d, heads, eps = config["n_embd"], config["n_head"], config.get("layer_norm_epsilon", 1e-5)
+    t = lambda x: x.t().contiguous()  # noqa: E731 (GGUF stores Conv1D weights {out, in})
+    names = [("wte.weight", "token_embd.weight", None), ("wpe.weight", "position_embd.weight", None),
+             ("ln_f.weight", "output_norm.weight", None), ("ln_f.bias", "output_norm.bias", None)]
+    for i in range(config["n_layer"]):
+        p, b = "h.%d." % i, "blk.%d." % i
+        for hf, gg in (("attn.c_attn", "attn_qkv"), ("attn.c_proj", "attn_output"), ("mlp.c_fc", "ffn_up"),
+                       ("mlp.c_proj", "ffn_down"), ("ln_1", "attn_norm"), ("ln_2", "ffn_norm")):
+            names += [(p + hf + ".weight", b + gg + ".weight", None if hf.startswith("ln") else t),
+                      (p + hf + ".bias", b + gg + ".bias", None)]
+    w = common.gguf_weights(args, w, names)  # output.weight is not read: the head is tied to wte
     hd = d // heads
 
     def forward(ids):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch reference of Llama (HF folder: RMSNorm, rotate-half RoPE, SwiGLU, grouped KV heads,
 tied or untied lm_head). Plain torch ops, independent of Radix.
-  tests/oracle/llama_ref.py FOLDER --ids "1 2 3" --steps 4 [--dtype f32|bf16]"""
+  tests/oracle/llama_ref.py FOLDER --ids "1 2 3" --steps 4 [--dtype f32|bf16] [--gguf QUANTIZED.gguf]"""
 import math
 import os
 import sys
@@ -28,6 +28,24 @@ def main():
     d, heads = config["hidden_size"], config["num_attention_heads"]
     kv_heads = config.get("num_key_value_heads", heads)
     hd = config.get("head_dim", d // heads)
+
+    def unpermute(n):  # llama.cpp's converter pairs RoPE rows (2i, 2i+1): back to rotate-half rows
+        return lambda t: t.reshape(n, t.shape[0] // n // 2, 2, -1).transpose(1, 2).reshape(t.shape)
+
+    names = [("model.embed_tokens.weight", "token_embd.weight", None), ("model.norm.weight", "output_norm.weight", None),
+             ("lm_head.weight", "output.weight", None)]
+    for i in range(config["num_hidden_layers"]):
+        p, b = "model.layers.%d." % i, "blk.%d." % i
+        names += [(p + "input_layernorm.weight", b + "attn_norm.weight", None),
+                  (p + "self_attn.q_proj.weight", b + "attn_q.weight", unpermute(heads)),
+                  (p + "self_attn.k_proj.weight", b + "attn_k.weight", unpermute(kv_heads)),
+                  (p + "self_attn.v_proj.weight", b + "attn_v.weight", None),
+                  (p + "self_attn.o_proj.weight", b + "attn_output.weight", None),
+                  (p + "post_attention_layernorm.weight", b + "ffn_norm.weight", None),
+                  (p + "mlp.gate_proj.weight", b + "ffn_gate.weight", None),
+                  (p + "mlp.up_proj.weight", b + "ffn_up.weight", None),
+                  (p + "mlp.down_proj.weight", b + "ffn_down.weight", None)]
+    w = common.gguf_weights(args, w, names)
     eps, theta = config.get("rms_norm_eps", 1e-6), config.get("rope_theta", 10000.0)
     lm_head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
 

@@ -13,7 +13,9 @@
 
 #include "radix/error.h"
 #include "radix/io.h"
+#include "radix/detail/visit.h"
 #include "radix/nn.h"
+#include "radix/quant.h"
 #include "radix/tensor.h"
 
 namespace radix::models {
@@ -120,6 +122,78 @@ inline std::pair<int64_t, std::string> splitBlockPath(std::string_view path, std
   const size_t close = path.find("].", open.size());
   if (close == std::string_view::npos) return {-1, std::string(path)};
   return {std::stoll(std::string(path.substr(open.size(), close - open.size()))), std::string(path.substr(close + 2))};
+}
+
+
+namespace internal {
+/// Calls fn(path, layer) for every nn::Linear and nn::Embedding of a model struct, with
+/// the path loadInto gives its weight's parent ("layers[3].self_attn.q_proj").
+template <class F, class T>
+void walkLayers(F& fn, radix::detail::PathBuilder& path, T& x) {
+  using U = std::remove_cv_t<T>;
+  auto part = [&](auto& y, const radix::detail::PathStep& step) {
+    path.enter(step);
+    walkLayers(fn, path, y);
+    path.leave();
+  };
+  if constexpr (std::is_same_v<U, nn::Linear> || std::is_same_v<U, nn::Embedding>) {
+    fn(path.path.starts_with('.') ? path.path.substr(1) : path.path, x);
+  } else if constexpr (radix::detail::IsVector<U>::value || radix::detail::IsStdArray<U>::value) {
+    size_t i = 0;
+    for (auto& e : x) part(e, radix::detail::PathStep{{}, i++, false});
+  } else if constexpr (radix::detail::IsOptional<U>::value) {
+    if (x) walkLayers(fn, path, *x);
+  } else if constexpr (std::is_class_v<U> && std::is_aggregate_v<U>) {
+    boost::pfr::for_each_field(x, [&](auto& field, auto index) {
+      constexpr size_t I = decltype(index)::value;
+      part(field, radix::detail::PathStep{radix::detail::fieldName<U, I>(), I, true});
+    });
+  }
+}
+}  // namespace internal
+
+/// Calls fn(path, layer) for every nn::Linear and nn::Embedding of `model` (a struct over nn):
+/// forEachLayer(m, [](const std::string& path, auto& layer) { ... })  // "layers[0].mlp.up_proj"
+template <class Model, class F>
+void forEachLayer(Model& model, F&& fn) {
+  radix::detail::PathBuilder path;
+  internal::walkLayers(fn, path, model);
+}
+
+/// Makes the placeholders of `model` take a GGUF file's quantized weights as they are stored:
+/// each nn::Linear / nn::Embedding whose weight is stored in a block type Radix computes in
+/// (io::TensorInfo::quant: Q8_0 .. Q6_K, any mix) gets `quant` and `cols` set and its weight
+/// placeholder replaced by the packed u8 {rows, rowBytes} (tags kept), which loadInto binds
+/// zero-copy from the mmap. `rename` maps leaf paths to stored names (the loader's LoadSpec).
+/// useStoredQuantization(m, ckpt, &llama::Model::ggufName)  // q_proj: {hq=64,d=144}:u8, q4_k
+template <class Model>
+void useStoredQuantization(Model& model, const io::Checkpoint& checkpoint,
+                           const std::function<std::string(std::string_view)>& rename) {
+  forEachLayer(model, [&](const std::string& path, auto& layer) {
+    const io::TensorInfo* t = checkpoint.find(rename(path + ".weight"));
+    const Shape& want = layer.weight.shape();
+    if (t == nullptr || t->quant == QuantType::none || want.rank() != 2 || t->dims != want.dims()) return;
+    std::vector<Tag> tags;
+    for (int64_t a = 0; a < want.rank(); ++a) tags.push_back(want.tag(a));
+    layer.quant = t->quant;
+    layer.cols = want.dim(1);
+    Shape packed({want.dim(0), rowBytes(t->quant, want.dim(1))}, DType::u8);
+    layer.weight = Tensor(want.isTagged() ? packed.withTags(tags) : packed);
+  });
+}
+
+/// An embedding's table {voc, d} in `dtype` for a tied output projection: dequantized in the
+/// graph (fused into the consuming dot) when the embedding is quantized.
+/// embeddingTable(m.wte, DType::f32) -> {voc=50257,d=768}:f32
+inline Tensor embeddingTable(const nn::Embedding& e, DType dtype) {
+  if (e.quant == QuantType::none) return nn::detail::as(e.weight, dtype);
+  QuantizedTensor q;
+  q.data = e.weight;
+  q.type = e.quant;
+  q.cols = e.cols;
+  const Tensor w = q.dequantize(dtype);
+  return w.withTags({e.weight.shape().isTagged() ? e.weight.shape().tag(0) : Tag("voc"),
+                     e.weight.shape().isTagged() ? e.weight.shape().tag(1) : Tag("d")});
 }
 
 }  // namespace radix::models

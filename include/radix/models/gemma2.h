@@ -217,7 +217,7 @@ struct Model {
       out.cache.v.push_back(updated.v);
     }
     const Tensor last = x.dynamicSlice1d("s", {.start = length.convert(DType::i32).addConstant(-1), .len = 1});
-    Tensor logits = norm.forward(last).dot(nn::detail::as(embed_tokens.weight, compute), {"d"});
+    Tensor logits = norm.forward(last).dot(embeddingTable(embed_tokens, compute), {"d"});
     if (finalSoftcap) logits = logits.divConstant(*finalSoftcap).tanh().mulConstant(*finalSoftcap);
     out.logits = nn::detail::as(logits.choose1d("s", 0), DType::f32);
     return out;
@@ -293,7 +293,10 @@ struct Model {
     spec.dtype = dtype;
     // Tied: llama.cpp's converter drops lm_head.weight (AutoAWQ files carry it), and so do we.
     spec.ignoreExtra = {"rotary_emb\\.inv_freq$", "^lm_head\\.weight$", "^output\\.weight$"};
-    if (isGguf(checkpoint)) spec.rename = [](std::string_view path) { return ggufName(path); };
+    if (isGguf(checkpoint)) {
+      spec.rename = [](std::string_view path) { return ggufName(path); };
+      useStoredQuantization(m, checkpoint, spec.rename);
+    }
     io::loadInto(platform, m, checkpoint, spec);
     m.compute = compute.value_or(dtype);
     return m;

@@ -80,10 +80,16 @@ class LanguageModel {
   const std::string& architecture() const;
   /// Parameter count (tied weights once): 124439808 for GPT-2 small.
   int64_t parameters() const;
-  /// Bytes the weights take in memory, in the load dtype: 497759232 for GPT-2 small in f32.
+  /// Bytes the weights take in memory, in the load dtype (quantized ones as stored, mapped from
+  /// the file): 497759232 for GPT-2 small in f32.
   uint64_t weightBytes() const;
-  /// The weights' dtype (LoadOptions::dtype): DType::bf16
+  /// The weights' dtype (LoadOptions::dtype): DType::bf16. Quantized GGUF weights stay in
+  /// their stored block types (weightType()); the dtype applies to the others (norms, biases).
   DType dtype() const;
+  /// What the weights are: a quantized GGUF's file type as llama.cpp names it ("Q4_K - Medium",
+  /// "Q8_0"; without general.file_type, its 2-D tensors' types: "Q4_K + Q6_K"), else the dtype's
+  /// name ("bf16").
+  const std::string& weightType() const;
   /// The activations' dtype (LoadOptions::compute, else dtype()).
   DType computeDtype() const;
   /// Rows of the token embedding: 50257 for GPT-2.

@@ -123,7 +123,7 @@ struct Model {
       out.cache.v.push_back(updated.v);
     }
     const Tensor last = x.dynamicSlice1d("s", {.start = length.convert(DType::i32).addConstant(-1), .len = 1});
-    const Tensor logits = ln_f.forward(last).dot(nn::detail::as(wte.weight, compute), {"d"});  // {s=1, voc}
+    const Tensor logits = ln_f.forward(last).dot(embeddingTable(wte, compute), {"d"});  // {s=1, voc}
     out.logits = nn::detail::as(logits.choose1d("s", 0), DType::f32);
     return out;
   }
@@ -181,7 +181,10 @@ struct Model {
     spec.dtype = dtype;
     // HF GPT-2 files carry the causal-mask buffers; GGUF files may repeat wte as output.weight.
     spec.ignoreExtra = {"attn\\.bias$", "attn\\.masked_bias$", "^lm_head\\.weight$", "^output\\.weight$"};
-    if (gguf) spec.rename = [](std::string_view path) { return ggufName(path); };
+    if (gguf) {
+      spec.rename = [](std::string_view path) { return ggufName(path); };
+      useStoredQuantization(m, checkpoint, spec.rename);
+    }
     io::loadInto(platform, m, checkpoint, spec);
     m.compute = compute.value_or(dtype);
     return m;

@@ -187,7 +187,7 @@ struct Model {
     }
     const Tensor last = x.dynamicSlice1d("s", {.start = length.convert(DType::i32).addConstant(-1), .len = 1});
     const Tensor h = norm.forward(last);
-    const Tensor logits = lm_head ? lm_head->forward(h) : h.dot(nn::detail::as(embed_tokens.weight, compute), {"d"});
+    const Tensor logits = lm_head ? lm_head->forward(h) : h.dot(embeddingTable(embed_tokens, compute), {"d"});
     out.logits = nn::detail::as(logits.choose1d("s", 0), DType::f32);
     return out;
   }
@@ -243,7 +243,10 @@ struct Model {
     spec.dtype = dtype;
     // The longrope factors are config values (read by Config), not weights.
     spec.ignoreExtra = {"rotary_emb\\.inv_freq$", "^rope_factors_(long|short)\\.weight$"};
-    if (isGguf(checkpoint)) spec.rename = [](std::string_view path) { return ggufName(path); };
+    if (isGguf(checkpoint)) {
+      spec.rename = [](std::string_view path) { return ggufName(path); };
+      useStoredQuantization(m, checkpoint, spec.rename);
+    }
     io::loadInto(platform, m, checkpoint, spec);
     m.compute = compute.value_or(dtype);
     return m;
