@@ -529,7 +529,7 @@ TEST(QuantOps, VnniTargetsPassTheFeature) {
     kernels::Isa isa;
     const char* feature;
   };
-  const VnniTarget targets[] = {{"sapphirerapids", kernels::Isa::avx512bf16, "avx512_vnni"},
+  const VnniTarget targets[] = {{"sapphirerapids", kernels::Isa::amx, "avx512_vnni"},
                                 {"alderlake", kernels::Isa::avx2, "avx_vnni"}};
   const std::string dir = ::testing::TempDir() + "radix_quant_ops_vnni";
   std::string lacking;

@@ -45,7 +45,8 @@ bool hostVnni(Isa isa) {
   }();
   switch (isa) {
     case Isa::avx512:
-    case Isa::avx512bf16: return avx512;
+    case Isa::avx512bf16:
+    case Isa::amx: return avx512;
     case Isa::avx2: return avx;
     default: return false;
   }
@@ -101,6 +102,7 @@ extern "C" void radix_kernel_qcontract(int64_t aBase, int64_t aOffset, int64_t w
   const auto runRows = [&](int64_t n0, int64_t n1) {
     if (scalarOnly) return runQuantX86_64(p, n0, n1);
     switch (run) {
+      case Isa::amx:
       case Isa::avx512bf16:
       case Isa::avx512: return runQuantAvx512(p, n0, n1, vnni);
       case Isa::avx2: return runQuantAvx2(p, n0, n1, vnni);

@@ -8,6 +8,7 @@
 // reads it. Whatever does not match stays as written: correct, only slower.
 #include "compiler/kernels/quant/lower_quant.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -253,19 +254,60 @@ bool lowerOne(mlir::linalg::GenericOp op, unsigned wi, const Dequantize& d, mlir
   return true;
 }
 
+// Bufferization may give several dequantizes one buffer (gate_proj's and up_proj's, k_proj's and
+// v_proj's: same shape, a shared tensor.empty). A reader takes `d`'s weight only when `d` is the
+// buffer's last writer before it: same block, and nothing between them that might write it.
+bool clobbers(mlir::Operation* op, const std::vector<mlir::Value>& buffers) {
+  bool writes = false;
+  op->walk([&](mlir::Operation* n) {
+    for (mlir::OpOperand& use : n->getOpOperands()) {
+      if (std::find(buffers.begin(), buffers.end(), use.get()) == buffers.end()) continue;
+      if (isView(n) || mlir::isa<mlir::memref::LoadOp>(n)) continue;
+      if (auto dps = mlir::dyn_cast<mlir::DestinationStyleOpInterface>(n); dps && dps.isDpsInput(&use)) continue;
+      writes = true;
+    }
+  });
+  return writes;
+}
+
+bool lastWriterBefore(const Dequantize& d, mlir::Operation* reader, const std::vector<mlir::Value>& buffers) {
+  if (reader->getBlock() != d.op->getBlock() || !d.op->isBeforeInBlock(reader)) return false;
+  for (mlir::Operation* o = d.op->getNextNode(); o && o != reader; o = o->getNextNode())
+    if (clobbers(o, buffers)) return false;
+  return true;
+}
+
+// True when a later writer of the buffer stands between `d` and `user` (so `user` reads a later
+// value), or `user` comes before `d` in a block that allocates the buffer afresh.
+bool readsAnotherValue(const Dequantize& d, mlir::Operation* user, const std::vector<mlir::Value>& buffers) {
+  auto alloc = d.out.getDefiningOp<mlir::memref::AllocOp>();
+  if (!alloc || user->getBlock() != d.op->getBlock() || alloc->getBlock() != d.op->getBlock()) return false;
+  if (user->isBeforeInBlock(d.op)) return true;
+  for (mlir::Operation* o = d.op->getNextNode(); o && o != user; o = o->getNextNode())
+    if (clobbers(o, buffers)) return true;
+  return false;
+}
+
 // Users of the dequantized buffer other than the op itself, deallocations and unused views; a
 // buffer that is not a local allocation (an output, an argument) is always read.
 bool hasReaders(const Dequantize& d) {
   if (!d.out.getDefiningOp<mlir::memref::AllocOp>()) return true;
-  for (mlir::Value v : withViews(d.out))
+  const std::vector<mlir::Value> buffers = withViews(d.out);
+  for (mlir::Value v : buffers)
     for (mlir::Operation* user : v.getUsers())
-      if (user != d.op && !isView(user) && !mlir::isa<mlir::memref::DeallocOp>(user)) return true;
+      if (user != d.op && !isView(user) && !mlir::isa<mlir::memref::DeallocOp>(user) && !isDequantize(user) &&
+          !readsAnotherValue(d, user, buffers))
+        return true;
   return false;
 }
 
 void eraseWithBuffer(const Dequantize& d) {
   d.op->erase();
   std::vector<mlir::Value> values = withViews(d.out);
+  // Another dequantize still writes (and its readers read) the shared buffer: keep it and its dealloc.
+  for (mlir::Value v : values)
+    for (mlir::Operation* user : v.getUsers())
+      if (!isView(user) && !mlir::isa<mlir::memref::DeallocOp>(user)) return;
   for (auto it = values.rbegin(); it != values.rend(); ++it) {
     std::vector<mlir::Operation*> deallocs;
     for (mlir::Operation* user : it->getUsers())
@@ -297,10 +339,12 @@ int lowerQuantContractions(mlir::ModuleOp module, const KernelTarget& target) {
     std::optional<Dequantize> d = dequantizeOf(op);
     if (!d) continue;
     std::vector<std::pair<mlir::linalg::GenericOp, unsigned>> readers;
-    for (mlir::Value v : withViews(d->out))
+    const std::vector<mlir::Value> buffers = withViews(d->out);
+    for (mlir::Value v : buffers)
       for (mlir::OpOperand& use : v.getUses())
         if (auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(use.getOwner());
-            generic && generic != op && generic.isDpsInput(&use) && generic.getNumDpsInputs() == 2)
+            generic && generic != op && generic.isDpsInput(&use) && generic.getNumDpsInputs() == 2 &&
+            lastWriterBefore(*d, generic, buffers))
           readers.emplace_back(generic, use.getOperandNumber());
     for (auto& [reader, wi] : readers) {
       if (!decl) decl = qkernelDecl(module);
