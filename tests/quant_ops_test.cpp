@@ -4,6 +4,7 @@
 // side, f32/f16/bf16 activations, on each path the host runs (forced through the compile target);
 // proof that no f32 weight is written; the fallback where something else reads the weight;
 // nn::Linear / Embedding / QuantizedLinear; the dispatcher called directly; errors.
+#include <algorithm>
 #include <gtest/gtest.h>
 #include <radix/nn.h>
 #include <radix/quant.h>
@@ -514,11 +515,11 @@ TEST(QuantOps, DispatchSplitsRowsAndLowersTheIsa) {
   std::vector<double> ad(a.begin(), a.end());
   const Reference ref = reference(ad, decoded, m, n, k);
   for (size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(one[i], 0.5 + ref.y[i], ref.f32Tol[i]) << i;
-  // An object compiled for AVX-512 + VNNI runs what this CPU has.
-  const kernels::Isa host = kernels::hostIsa();
-  const uint64_t hostBefore = qcalls(host);
+  // An object compiled for AVX-512 + VNNI runs the lower of its target and what this CPU has.
+  const kernels::Isa run = std::min(kernels::hostIsa(), kernels::Isa::avx512);
+  const uint64_t runBefore = qcalls(run);
   qcontract(a, w, QuantType::q8_0, m, n, k, 1, static_cast<int64_t>(kernels::Isa::avx512) | kernels::kQIsaVnni);
-  EXPECT_EQ(qcalls(host), hostBefore + 1) << "ran on " << kernels::isaName(host);
+  EXPECT_EQ(qcalls(run), runBefore + 1) << "expected to run on " << kernels::isaName(run);
 }
 
 // AVX-512 / VNNI targets: the lowered call carries the ISA and the VNNI bit (checked on any host);
@@ -529,10 +530,12 @@ TEST(QuantOps, VnniTargetsPassTheFeature) {
     kernels::Isa isa;
     const char* feature;
   };
-  const VnniTarget targets[] = {{"sapphirerapids", kernels::Isa::amx, "avx512_vnni"},
+  const VnniTarget targets[] = {{"sapphirerapids", kernels::Isa::amx, "amx"},
+                                {"cooperlake", kernels::Isa::avx512bf16, "avx512_vnni"},
                                 {"alderlake", kernels::Isa::avx2, "avx_vnni"}};
   const std::string dir = ::testing::TempDir() + "radix_quant_ops_vnni";
   std::string lacking;
+  int ran = 0;
   for (const VnniTarget& t : targets) {
     SCOPED_TRACE(t.cpu);
     const radix::Platform cpu = dumping(dir, t.cpu);
@@ -552,9 +555,11 @@ TEST(QuantOps, VnniTargetsPassTheFeature) {
     const uint64_t before = qcalls(t.isa);
     exe(layer, x);
     EXPECT_GT(qcalls(t.isa), before);
+    ++ran;
   }
   std::filesystem::remove_all(dir);
-  if (!lacking.empty()) GTEST_SKIP() << "host lacks " << lacking << " (lowered IR checked, numbers not run)";
+  if (!lacking.empty()) std::printf("[ NOTE     ] host lacks %s: lowered IR checked, not run\n", lacking.c_str());
+  if (ran == 0) GTEST_SKIP() << "host lacks " << lacking << " (lowered IR checked, numbers not run)";
 }
 
 // ---- errors ----
