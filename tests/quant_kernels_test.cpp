@@ -311,6 +311,7 @@ std::vector<Shape3> shapesFor(const Fmt& f) {
       if (n != 257 || m <= 3) out.push_back({m, n, b == 32 ? 96 : 768});
     }
   out.push_back({1, 64, 4096});
+  out.push_back({1, 7, b == 32 ? 608 : 1280});  // 19 blocks: a full group of 16 scales and an odd tail
   out.push_back({4, 33, 4096});
   out.push_back({9, 17, 4096});
   return out;

@@ -49,24 +49,30 @@ struct AttentionOptions {
 
 namespace detail {
 
+/// The axis contract of nn::sdpa: every axis tagged, q {h, q, hd}, k and v {h, k, hd}, and q's
+/// heads a multiple of k's. checkSdpaAxes(q {h=8,q=5,hd=16}, k {h=2,k=5,hd=16}, v) passes.
+inline void checkSdpaAxes(const Tensor& q, const Tensor& k, const Tensor& v) {
+  for (const Tensor* t : {&q, &k, &v})
+    for (int64_t i = 0; i < t->rank(); ++i)
+      detail::require(!t->shape().tag(i).empty(), "nn.sdpa",
+                      "q, k and v need every axis tagged, got " + q.shape().str() + ", " + k.shape().str() + ", " +
+                          v.shape().str());
+  detail::require(q.shape().hasTag("q") >= 0 && q.shape().hasTag("h") >= 0 && q.shape().hasTag("hd") >= 0, "nn.sdpa",
+                  "q needs axes tagged \"h\", \"q\" and \"hd\", got " + q.shape().str());
+  detail::require(k.shape().hasTag("k") >= 0 && k.shape().hasTag("h") >= 0 && v.shape().hasTag("k") >= 0 &&
+                      v.shape().hasTag("h") >= 0,
+                  "nn.sdpa", "k and v need axes tagged \"h\", \"k\" and \"hd\", got " + k.shape().str() + ", " +
+                                 v.shape().str());
+  require(k.dim("h") > 0 && q.dim("h") % k.dim("h") == 0, "nn.sdpa",
+          "q's heads must be a multiple of k's: " + q.shape().str() + " vs " + k.shape().str());
+}
+
 /// The composition of sdpa from ops: the reference the attention kernel must match, and what
 /// runs where the kernel does not apply. Same contract as nn::sdpa.
 inline Tensor sdpaReference(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
   {
-    for (const Tensor* t : {&q, &k, &v})
-      for (int64_t i = 0; i < t->rank(); ++i)
-        detail::require(!t->shape().tag(i).empty(), "nn.sdpa",
-                        "q, k and v need every axis tagged, got " + q.shape().str() + ", " + k.shape().str() + ", " +
-                            v.shape().str());
-    detail::require(q.shape().hasTag("q") >= 0 && q.shape().hasTag("h") >= 0 && q.shape().hasTag("hd") >= 0, "nn.sdpa",
-                    "q needs axes tagged \"h\", \"q\" and \"hd\", got " + q.shape().str());
-    detail::require(k.shape().hasTag("k") >= 0 && k.shape().hasTag("h") >= 0 && v.shape().hasTag("k") >= 0 &&
-                        v.shape().hasTag("h") >= 0,
-                    "nn.sdpa", "k and v need axes tagged \"h\", \"k\" and \"hd\", got " + k.shape().str() + ", " +
-                                   v.shape().str());
+    checkSdpaAxes(q, k, v);
     const int64_t heads = q.dim("h"), kvHeads = k.dim("h");
-    detail::require(kvHeads > 0 && heads % kvHeads == 0, "nn.sdpa",
-                    "q's heads must be a multiple of k's: " + q.shape().str() + " vs " + k.shape().str());
     const bool grouped = heads != kvHeads;
     const Tensor qg = grouped ? q.splitAxis("h", {{"h", kvHeads}, {"hg", heads / kvHeads}}) : q;
     const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.dim("hd"))));
@@ -226,19 +232,7 @@ inline Tensor attentionKernelBody(const AttentionKernelSpec& spec, const Tensor&
 inline Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {},
                    Loc loc = Loc::current()) {
   return detail::inLayer("nn.sdpa", loc, [&] {
-    for (const Tensor* t : {&q, &k, &v})
-      for (int64_t i = 0; i < t->rank(); ++i)
-        detail::require(!t->shape().tag(i).empty(), "nn.sdpa",
-                        "q, k and v need every axis tagged, got " + q.shape().str() + ", " + k.shape().str() + ", " +
-                            v.shape().str());
-    detail::require(q.shape().hasTag("q") >= 0 && q.shape().hasTag("h") >= 0 && q.shape().hasTag("hd") >= 0, "nn.sdpa",
-                    "q needs axes tagged \"h\", \"q\" and \"hd\", got " + q.shape().str());
-    detail::require(k.shape().hasTag("k") >= 0 && k.shape().hasTag("h") >= 0 && v.shape().hasTag("k") >= 0 &&
-                        v.shape().hasTag("h") >= 0,
-                    "nn.sdpa", "k and v need axes tagged \"h\", \"k\" and \"hd\", got " + k.shape().str() + ", " +
-                                   v.shape().str());
-    detail::require(k.dim("h") > 0 && q.dim("h") % k.dim("h") == 0, "nn.sdpa",
-                    "q's heads must be a multiple of k's: " + q.shape().str() + " vs " + k.shape().str());
+    detail::checkSdpaAxes(q, k, v);
     if (!detail::attentionKernelApplies(q, k, v, options)) return detail::sdpaReference(q, k, v, options);
     detail::AttentionKernelSpec spec;
     spec.causal = options.causal;

@@ -338,7 +338,7 @@ int lowerConvolutionsToKernels(mlir::ModuleOp module, const KernelTarget& target
     }
   });
   if (convs.empty() && pools.empty()) return 0;
-  const Isa isa = kernelIsa(target);
+  const Isa isa = isaOf(target);
   int index = 0;
   for (auto& [op, plan] : convs) {
     mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),

@@ -252,8 +252,6 @@ std::optional<ContractionPlan> planContraction(mlir::Operation* op) {
   return generic ? planFor(generic) : std::nullopt;
 }
 
-Isa targetIsa(const KernelTarget& target) { return isaOf(target); }
-
 bool targetHasFeatures(const KernelTarget& target, const std::string& features) {
   std::unique_ptr<llvm::MCSubtargetInfo> info = subtargetOf(target);
   return info && info->checkFeatures(features);
@@ -274,8 +272,6 @@ int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target
 }  // namespace radix::kernels
 
 namespace radix::kernels {
-
-Isa kernelIsa(const KernelTarget& target) { return isaOf(target); }
 
 bool isMulAddGeneric(mlir::Operation* op) {
   auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);

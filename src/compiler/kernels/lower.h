@@ -42,9 +42,6 @@ int attentionIsaFor(const KernelTarget& target);
 /// True when lowerContractionsToKernels would replace `op` with a kernel call.
 bool isKernelContraction(mlir::Operation* op);
 
-/// The Isa that compiled code for `target` passes to the kernels.
-Isa kernelIsa(const KernelTarget& target);
-
 /// True for a linalg.generic (2 inputs, 1 init) whose body is acc + ext(a) * ext(b).
 bool isMulAddGeneric(mlir::Operation* op);
 
@@ -63,8 +60,6 @@ struct ContractionPlan {
 };
 /// The plan of a linalg.generic on buffers that computes C += A * B, or nullopt.
 std::optional<ContractionPlan> planContraction(mlir::Operation* op);
-/// The ISA the compile target allows.
-Isa targetIsa(const KernelTarget& target);
 /// True when the compile target has every feature of `features` ("+avx512vnni,+avx512vl").
 bool targetHasFeatures(const KernelTarget& target, const std::string& features);
 

@@ -18,21 +18,7 @@
 
 namespace {
 
-struct V256 {
-  using R = __m256;
-  static constexpr int W = 8;
-  static __m256i mask(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
-  static R zero() { return _mm256_setzero_ps(); }
-  static R load(const float* p) { return _mm256_loadu_ps(p); }
-  static R loadN(const float* p, int n) { return _mm256_maskload_ps(p, mask(n)); }
-  static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
-  static void storeN(float* p, R v, int n) { _mm256_maskstore_ps(p, mask(n), v); }
-  static R set1(float x) { return _mm256_set1_ps(x); }
-  static R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
-  static R add(R a, R b) { return _mm256_add_ps(a, b); }
-};
+#include "compiler/kernels/vec256.h"
 
 #define RADIX_Q_NS qavx2
 #define RADIX_Q_VNNI 0

@@ -1,5 +1,6 @@
-// AVX-512 quantized kernels (qimpl.h): the int8 dots on ymm (vpdpbusd with avx512_vnni, else
-// vpmaddubsw), the decoded GEMM on 8x32 zmm tiles. Two copies, with and without avx512vnni.
+// AVX-512 quantized kernels (qimpl.h): the one-row GEMV on zmm for q8_0/q4_0/q4_k/q6_k
+// (qgemv512.h), the other int8 dots on ymm (vpdpbusd with avx512_vnni, else vpmaddubsw), the
+// decoded GEMM on 8x32 zmm tiles. Two copies, with and without avx512vnni.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "compiler/kernels/quant/qkernels.h"
 #include "radix/error.h"
@@ -19,22 +21,11 @@
 
 namespace {
 
-struct V512 {
-  using R = __m512;
-  static constexpr int W = 16;
-  static __mmask16 mask(int n) { return static_cast<__mmask16>((1u << n) - 1); }
-  static R zero() { return _mm512_setzero_ps(); }
-  static R load(const float* p) { return _mm512_loadu_ps(p); }
-  static R loadN(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
-  static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
-  static void storeN(float* p, R v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
-  static R set1(float x) { return _mm512_set1_ps(x); }
-  static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
-  static R add(R a, R b) { return _mm512_add_ps(a, b); }
-};
+#include "compiler/kernels/vec512.h"
 
 #define RADIX_Q_NS qavx512
 #define RADIX_Q_VNNI 0
+#define RADIX_Q_ZMM 1
 #define RADIX_Q_V V512
 #define RADIX_Q_MR 8
 #define RADIX_Q_NV 2

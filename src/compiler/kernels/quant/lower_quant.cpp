@@ -330,7 +330,7 @@ int lowerQuantContractions(mlir::ModuleOp module, const KernelTarget& target) {
     if (isDequantize(op)) found.push_back(op);
   });
   if (found.empty()) return 0;
-  const Isa isa = targetIsa(target);
+  const Isa isa = isaOf(target);
   const bool vnni = isa >= Isa::avx512 ? targetHasFeatures(target, "+avx512vnni") : targetHasFeatures(target, "+avxvnni");
   const int64_t isaArg = static_cast<int64_t>(isa) | (vnni ? kQIsaVnni : 0);
   mlir::func::FuncOp decl;

@@ -4,6 +4,7 @@
 //   RADIX_Q_VNNI  0: int8 dots by vpmaddubsw + vpmaddwd; 1: avx_vnni vpdpbusd; 2: avx512_vnni vpdpbusd
 //   RADIX_Q_V     the f32 vector type of impl.h (V256 / V512) for the GEMM micro-kernel
 //   RADIX_Q_MR, RADIX_Q_NV  its register tile
+//   RADIX_Q_ZMM   1 in the AVX-512 copies: the one-row GEMV of qgemv512.h
 // The TU includes <immintrin.h>, impl.h and qkernels.h first. Weights are decoded 32 elements at a
 // time into a signed (or, for formats without offset, unsigned) int8 vector plus f32 scales.
 namespace RADIX_Q_NS {
@@ -397,12 +398,24 @@ void gemvM(const QProblem& p, int64_t n0, int64_t n1, const Act& act, const floa
 
 constexpr int64_t kGemvMaxM = 4;
 
+#if RADIX_Q_ZMM
+#include "compiler/kernels/quant/qgemv512.h"
+#endif
+
 template <class F>
 QPath gemv(const QProblem& p, int64_t n0, int64_t n1, bool exact) {
   static thread_local Scratch scratch;
   Act act{};
   const float* asum = nullptr;
   int64_t lds = 0;
+#if RADIX_Q_ZMM
+  if constexpr (Wide<F>::kHas)
+    if (!exact && p.m == 1) {
+      act = quantizeActs(p, scratch);
+      wideGemv<F>(p, n0, n1, act);
+      return QPath::gemvInt8;
+    }
+#endif
   if (exact) {
     if constexpr (F::kMins) asum = blockSums(p, scratch, lds);
   } else {

@@ -1,0 +1,226 @@
+// The decode GEMV (m = 1) on zmm registers for the formats of llama.cpp's common files (q8_0, q4_0,
+// q4_k, q6_k). Included by qimpl.h (no include guard) in the AVX-512 copies only, inside their
+// namespace and target region, after the format structs and the activation quantizer.
+//
+// One integer dot covers 64 weights: two 32-blocks, or two sub-blocks of a super-block. Weights
+// are coded unsigned (u = q + offset) against the signed int8 activations, and the offset's share,
+// -offset * sum(a) per 4 activations, is the dot's starting accumulator: it depends on the
+// activations only, so it is computed once per step for all R rows. The f16 block scales of a
+// row come 16 at a time through one gather. Without VNNI, vpmaddubsw + vpmaddwd replace vpdpbusd;
+// q8_0 then keeps the |w| / sign(a, w) coding, whose products cannot saturate vpmaddubsw.
+
+template <class F>
+struct Wide {
+  static constexpr bool kHas = false;
+};
+
+// acc + sum of 4 u8 x s8 products per int32 lane.
+inline __m512i dotAcc(__m512i acc, __m512i u, __m512i s) {
+#if RADIX_Q_VNNI == 2
+  return _mm512_dpbusd_epi32(acc, u, s);
+#else
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+#endif
+}
+// -offset * (a[4l] + .. + a[4l+3]) in lane l.
+inline __m512i offsetTerm(__m512i aq, int offset) {
+  const __m512i o = _mm512_set1_epi8(static_cast<char>(offset));
+  return _mm512_sub_epi32(_mm512_setzero_si512(), dotAcc(_mm512_setzero_si512(), o, aq));
+}
+// Lanes 0..7 <- s[i], lanes 8..15 <- s[i + 1]: two broadcasting loads and a blend (a permute
+// per dot would make the shuffle port the bottleneck).
+inline __m512 pairScale(const float* s, int i) {
+  return _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(s[i]), _mm512_set1_ps(s[i + 1]));
+}
+// Lanes 4i..4i+3 <- s[4q + i] (q6_k: a scale per 16 weights).
+inline __m512 quadScale(__m512 s, int q) {
+  const __m512i base = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  return _mm512_permutexvar_ps(_mm512_add_epi32(base, _mm512_set1_epi32(4 * q)), s);
+}
+
+template <>
+struct Wide<Q8_0> {
+  static constexpr bool kHas = true;
+  static constexpr int kOffset = 128, kRows = 4;
+  static __m512i pair(const uint8_t* b) {
+    return _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(load32(b + 2)), 0xf0, load32(b + 2 + Q8_0::kBytes));
+  }
+  static __m512i single(const uint8_t* b) { return _mm512_zextsi256_si512(load32(b + 2)); }
+};
+
+template <>
+struct Wide<Q4_0> {
+  static constexpr bool kHas = true;
+  static constexpr int kOffset = 8, kRows = 4;
+  // d = [bytes of b, of b, of b+1, of b+1] (128-bit lanes) -> [lo(b), hi(b), lo(b+1), hi(b+1)].
+  static __m512i expand(__m512i d) {
+    return _mm512_and_si512(_mm512_mask_srli_epi16(d, 0xff00ff00u, d, 4), _mm512_set1_epi8(0x0f));
+  }
+  // Broadcasting loads and a blend: no shuffle-port work.
+  static __m512i pair(const uint8_t* b) {
+    return expand(_mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(load16(b + 2)), 0xff00, load16(b + 2 + Q4_0::kBytes)));
+  }
+  static __m512i single(const uint8_t* b) { return expand(_mm512_maskz_broadcast_i32x4(0x00ff, load16(b + 2))); }
+};
+
+// q8_0 / q4_0: R rows from j0, 16 blocks of scales per gather, 2 blocks per dot.
+template <class F, int R>
+void wide32Rows(const QProblem& p, const Act& act, int64_t j0) {
+  using W = Wide<F>;
+  constexpr bool kSignCoded = std::is_same_v<F, Q8_0> && RADIX_Q_VNNI != 2;
+  const int64_t nblk = p.k / 32;
+  const __m512i gidx =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(F::kBytes));
+  __m512 acc[R];
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
+  const int64_t ahead = 2 * R * p.wRowBytes;  // the same place 2R rows on (prefetch never faults)
+  const auto step = [&](const float (&s16)[R][16], int64_t g, int q, bool one) {
+    const int8_t* ap = act.q + 32 * (g + q);
+    const __m512i aq = one ? _mm512_maskz_loadu_epi8(0xffffffffull, ap) : _mm512_loadu_si512(ap);
+    __m512i off = _mm512_setzero_si512();
+    if constexpr (!kSignCoded) off = offsetTerm(aq, W::kOffset);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = w[r] + (g + q) * F::kBytes;
+      _mm_prefetch(reinterpret_cast<const char*>(blk + ahead), _MM_HINT_T0);
+      const __m512i wq = one ? W::single(blk) : W::pair(blk);
+      __m512i dot;
+      if constexpr (kSignCoded)
+        dot = dotAcc(off, _mm512_abs_epi8(wq),
+                     _mm512_mask_sub_epi8(aq, _mm512_movepi8_mask(wq), _mm512_setzero_si512(), aq));
+      else if constexpr (std::is_same_v<F, Q8_0>)
+        dot = dotAcc(off, _mm512_xor_si512(wq, _mm512_set1_epi8(static_cast<char>(0x80))), aq);
+      else
+        dot = dotAcc(off, wq, aq);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), pairScale(s16[r], q), acc[r]);
+    }
+  };
+  // The scales of group g + 16 are gathered before group g's dots, off their critical path.
+  const auto scales = [&](int64_t g, float (&s16)[R][16]) {
+    const int nb = static_cast<int>(std::min<int64_t>(16, nblk - g));
+    const __mmask16 bm = static_cast<__mmask16>(nb == 16 ? 0xffffu : (1u << nb) - 1);
+    const __m512 da = _mm512_maskz_loadu_ps(bm, act.d + g);
+    for (int r = 0; r < R; ++r) {
+      const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), bm, gidx, w[r] + g * F::kBytes, 1);
+      _mm512_store_ps(s16[r], _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw)), da));
+    }
+  };
+  alignas(64) float cur[R][16], next[R][16];
+  scales(0, cur);
+  for (int64_t g = 0; g < nblk; g += 16) {
+    const int nb = static_cast<int>(std::min<int64_t>(16, nblk - g));
+    if (g + 16 < nblk) scales(g + 16, next);
+    int q = 0;
+    for (; q + 1 < nb; q += 2) step(cur, g, q, false);
+    if (q < nb) step(cur, g, q, true);
+    std::memcpy(cur, next, sizeof cur);
+  }
+  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += _mm512_reduce_add_ps(acc[r]);
+}
+
+template <>
+struct Wide<Q4_K> {
+  static constexpr bool kHas = true;
+  static constexpr int kRows = 2;
+};
+
+// q4_k: per super-block, sub-blocks 2j and 2j+1 (the low and high nibbles of one 32 bytes) per dot.
+template <class F, int R>
+void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
+  const int64_t nblk = p.k / 256;
+  __m512 acc[R];
+  __m256 macc[R];
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r)
+    acc[r] = _mm512_setzero_ps(), macc[r] = _mm256_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
+  for (int64_t b = 0; b < nblk; ++b) {
+    const __m256 da = _mm256_loadu_ps(act.d + 8 * b), sd = _mm256_loadu_ps(act.sd + 8 * b);
+    alignas(32) float fac[R][8];
+    const uint8_t* blk[R];
+    for (int r = 0; r < R; ++r) {
+      blk[r] = w[r] + b * Q4_K::kBytes;
+      HdrK h;
+      kScales(blk[r], h);
+      _mm256_store_ps(fac[r], _mm256_mul_ps(_mm256_load_ps(h.s), da));
+      macc[r] = _mm256_fmadd_ps(_mm256_load_ps(h.mn), sd, macc[r]);
+    }
+    for (int j = 0; j < 4; ++j) {
+      const __m512i aq = _mm512_loadu_si512(act.q + 256 * b + 64 * j);
+      for (int r = 0; r < R; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(blk[r] + 16 + 32 * j + R * p.wRowBytes), _MM_HINT_T0);
+        const __m512i x = _mm512_broadcast_i64x4(load32(blk[r] + 16 + 32 * j));
+        const __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(x, 0xffff0000u, x, 4), _mm512_set1_epi8(0x0f));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(_mm512_setzero_si512(), u, aq)), pairScale(fac[r], 2 * j),
+                                 acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += _mm512_reduce_add_ps(acc[r]) + hsum(macc[r]);
+}
+
+template <>
+struct Wide<Q6_K> {
+  static constexpr bool kHas = true;
+  static constexpr int kRows = 2;
+};
+
+// q6_k: per half super-block (128 weights), two dots: elements 0..63 from the low nibbles of
+// ql[0..63] with qh bits 0-1 / 2-3, elements 64..127 from the high nibbles with bits 4-5 / 6-7.
+template <class F, int R>
+void wideQ6KRows(const QProblem& p, const Act& act, int64_t j0) {
+  const int64_t nblk = p.k / 256;
+  const __m512i m0f = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+  const __m512i shiftLo = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+  const __m512i shiftHi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+  const __m512i daIdx = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  __m512 acc[R];
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
+  for (int64_t b = 0; b < nblk; ++b) {
+    const __m512 da16 = _mm512_permutexvar_ps(daIdx, _mm512_castps256_ps512(_mm256_loadu_ps(act.d + 8 * b)));
+    __m512 fac[R];
+    const uint8_t* blk[R];
+    for (int r = 0; r < R; ++r) {
+      blk[r] = w[r] + b * Q6_K::kBytes;
+      const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load16(blk[r] + 192)));
+      fac[r] = _mm512_mul_ps(_mm512_mul_ps(sc, _mm512_set1_ps(h2f(blk[r] + 208))), da16);
+    }
+    for (int half = 0; half < 2; ++half) {
+      const __m512i a0 = _mm512_loadu_si512(act.q + 256 * b + 128 * half);
+      const __m512i a1 = _mm512_loadu_si512(act.q + 256 * b + 128 * half + 64);
+      const __m512i off0 = offsetTerm(a0, 32), off1 = offsetTerm(a1, 32);
+      for (int r = 0; r < R; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(blk[r] + 64 * half + R * p.wRowBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(blk[r] + 128 + 32 * half + R * p.wRowBytes), _MM_HINT_T0);
+        const __m512i ql = _mm512_loadu_si512(blk[r] + 64 * half);
+        const __m512i qh = _mm512_broadcast_i64x4(load32(blk[r] + 128 + 32 * half));
+        const __m512i h0 = _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi16(qh, shiftLo), 4), m30);
+        const __m512i h1 = _mm512_and_si512(_mm512_slli_epi16(_mm512_srlv_epi16(qh, shiftHi), 4), m30);
+        const __m512i u0 = _mm512_ternarylogic_epi32(ql, m0f, h0, 0xea);  // (ql & 0x0f) | h0
+        const __m512i u1 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), m0f, h1, 0xea);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(off0, u0, a0)), quadScale(fac[r], 2 * half), acc[r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(off1, u1, a1)), quadScale(fac[r], 2 * half + 1), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += _mm512_reduce_add_ps(acc[r]);
+}
+
+template <class F, int R>
+void wideRows(const QProblem& p, const Act& act, int64_t j0) {
+  if constexpr (std::is_same_v<F, Q4_K>)
+    wideQ4KRows<F, R>(p, act, j0);
+  else if constexpr (std::is_same_v<F, Q6_K>)
+    wideQ6KRows<F, R>(p, act, j0);
+  else
+    wide32Rows<F, R>(p, act, j0);
+}
+
+// Rows [n0, n1) of a one-row problem; the caller has quantized the activations.
+template <class F>
+void wideGemv(const QProblem& p, int64_t n0, int64_t n1, const Act& act) {
+  constexpr int R = Wide<F>::kRows;
+  int64_t j = n0;
+  for (; j + R <= n1; j += R) wideRows<F, R>(p, act, j);
+  for (; j < n1; ++j) wideRows<F, 1>(p, act, j);
+}
