@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "compiler/kernels/amx.h"
 #include "compiler/kernels/kernels.h"
@@ -86,4 +87,19 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
     default: path = runX86_64(p, t); break;
   }
   counters[static_cast<int>(path)][static_cast<int>(run)].fetch_add(1, std::memory_order_relaxed);
+}
+
+extern "C" void radix_kernel_zero(int64_t base, int64_t offset, int64_t bytes, int64_t threads) {
+  char* p = reinterpret_cast<char*>(base) + offset;
+  constexpr int64_t kChunk = int64_t(1) << 20;
+  int t = threads > 0 ? static_cast<int>(threads) : omp_get_max_threads();
+  if (omp_in_parallel() || bytes < 4 * kChunk) t = 1;
+  if (t == 1) {
+    std::memset(p, 0, static_cast<size_t>(bytes));
+    return;
+  }
+  const int64_t chunks = (bytes + kChunk - 1) / kChunk;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c)
+    std::memset(p + c * kChunk, 0, static_cast<size_t>(std::min(kChunk, bytes - c * kChunk)));
 }

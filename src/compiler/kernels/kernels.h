@@ -54,4 +54,7 @@ void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64_
                            int64_t cOffset, int64_t types, int64_t batch, int64_t m, int64_t n, int64_t k,
                            int64_t sab, int64_t sam, int64_t sak, int64_t sbb, int64_t sbk, int64_t sbn,
                            int64_t scb, int64_t scm, int64_t scn, int64_t threads, int64_t isa);
+/// Zeroes `bytes` bytes at base + offset (bytes): what a zero linalg.fill of a contiguous buffer
+/// becomes. Large buffers are split across threads (0: one per core), so first touches are too.
+void radix_kernel_zero(int64_t base, int64_t offset, int64_t bytes, int64_t threads);
 }

@@ -242,6 +242,50 @@ void emitCall(mlir::linalg::GenericOp op, const Plan& plan, mlir::func::FuncOp d
 
 }  // namespace
 
+int lowerZeroFillsToMemset(mlir::ModuleOp module, int threads) {
+  std::vector<mlir::linalg::GenericOp> fills;
+  module.walk([&](mlir::linalg::GenericOp op) {
+    if (op.getNumDpsInputs() != 0 || op.getNumDpsInits() != 1 || op->getNumResults() != 0) return;
+    auto type = mlir::dyn_cast<mlir::MemRefType>(op.getDpsInitOperand(0)->get().getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() || type.getNumElements() == 0) return;
+    if (!type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() % 8 != 0) return;
+    if (!op.getIndexingMapsArray()[0].isIdentity()) return;
+    auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(op.getBody()->getTerminator());
+    if (&op.getBody()->front() != yield.getOperation() || yield->getNumOperands() != 1) return;
+    auto cst = yield->getOperand(0).getDefiningOp<mlir::arith::ConstantOp>();
+    if (!cst) return;
+    bool zero = false;
+    if (auto f = mlir::dyn_cast<mlir::FloatAttr>(cst.getValue())) zero = f.getValue().bitcastToAPInt().isZero();
+    if (auto i = mlir::dyn_cast<mlir::IntegerAttr>(cst.getValue())) zero = i.getValue().isZero();
+    if (zero) fills.push_back(op);
+  });
+  if (fills.empty()) return 0;
+  mlir::func::FuncOp decl = module.lookupSymbol<mlir::func::FuncOp>("radix_kernel_zero");
+  if (!decl) {
+    mlir::OpBuilder b(module.getContext());
+    b.setInsertionPointToStart(module.getBody());
+    decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_kernel_zero",
+                                      b.getFunctionType(std::vector<mlir::Type>(4, b.getI64Type()), {}));
+    decl.setPrivate();
+  }
+  for (mlir::linalg::GenericOp op : fills) {
+    mlir::OpBuilder b(op);
+    const mlir::Location loc = op.getLoc();
+    mlir::Value buffer = op.getDpsInitOperand(0)->get();
+    auto type = mlir::cast<mlir::MemRefType>(buffer.getType());
+    const int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+    auto toI64 = [&](mlir::Value index) { return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult(); };
+    auto i64 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64).getResult(); };
+    auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+    mlir::Value base = toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer).getResult());
+    mlir::Value offset = mlir::arith::MulIOp::create(b, loc, toI64(meta.getOffset()), i64(elementBytes));
+    mlir::func::CallOp::create(b, loc, decl,
+                               mlir::ValueRange{base, offset, i64(type.getNumElements() * elementBytes), i64(threads)});
+    op.erase();
+  }
+  return static_cast<int>(fills.size());
+}
+
 bool isKernelContraction(mlir::Operation* op) {
   auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
   return generic && planFor(generic).has_value();

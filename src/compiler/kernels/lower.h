@@ -26,6 +26,11 @@ struct KernelTarget {
 /// radix_kernel_contract for the target's ISA. Returns how many were replaced.
 int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target);
 
+/// Replaces each zero fill of a whole contiguous buffer (a linalg.generic with no inputs that
+/// yields a constant whose bits are all zero) with a call to radix_kernel_zero (a memset).
+/// Returns how many were replaced.
+int lowerZeroFillsToMemset(mlir::ModuleOp module, int threads);
+
 /// The kernel ISA that code compiled for `target` asks for (the dispatch lowers it to what the
 /// running CPU has): amx needs avx512bf16's features plus amx-tile and amx-bf16.
 Isa isaOf(const KernelTarget& target);

@@ -17,8 +17,9 @@ std::atomic<uint64_t> qcounters[kQPathCount][kIsaCount];
 
 // Rows per thread are a multiple of this (the kernels' row tiles).
 constexpr int64_t kRowAlign = 16;
-// Problems with fewer multiply-adds run on the calling thread: a fork-join costs more.
-constexpr double kMinParallelWork = 1 << 20;
+// Problems with fewer multiply-adds run on the calling thread: a fork-join (a few microseconds)
+// costs more. A 768 x 768 decode GEMV (590k, about 15 us on one core) is split.
+constexpr double kMinParallelWork = 1 << 17;
 
 float widen(const void* a, Elem e, int64_t i) {
   const uint16_t h = static_cast<const uint16_t*>(a)[i];
