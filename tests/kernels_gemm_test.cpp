@@ -251,6 +251,64 @@ TEST(KernelsGemm, LoweredModuleCallsTheKernel) {
   std::filesystem::remove_all(dir);
 }
 
+// Two contractions of one shape reading an elementwise result: neither copies its operand or a
+// shared zero init (each has a memset of its own), and compiled code allocates through
+// runtime/alloc.cpp; the numbers are right.
+TEST(KernelsGemm, NoCopiesAroundContractions) {
+  const std::string dir = ::testing::TempDir() + "radix_kernels_gemm_copies";
+  radix::CompileOptions options;
+  options.cache = false;
+  options.dumpDir = dir;
+  options.dumpPasses = true;
+  options.dumpPassRegex = "convert-func-to-llvm";
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  Tensor x = randomTensor(cpu, {300, 64}, DType::f32, 7), w1 = randomTensor(cpu, {64, 80}, DType::f32, 8),
+         w2 = randomTensor(cpu, {64, 80}, DType::f32, 9);
+  auto fn = [](Tensor a, Tensor b, Tensor c) {
+    Tensor h = a.mulConstant(2.0);
+    return h.dotGeneral(b, {{1, 0}}, {}).mul(h.dotGeneral(c, {{1, 0}}, {}));
+  };
+  Tensor y = radix::compile(cpu, fn, x, w1, w2)(x, w1, w2);
+  std::string text;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.path().string().find("convert-func-to-llvm") != std::string::npos) {
+      std::ifstream in(entry.path());
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  size_t zeros = 0;
+  for (size_t at = text.find("llvm.call @radix_kernel_zero"); at != std::string::npos;
+       at = text.find("llvm.call @radix_kernel_zero", at + 1))
+    ++zeros;
+  EXPECT_EQ(zeros, 2u) << text;
+  EXPECT_EQ(text.find("memcpy"), std::string::npos) << "a copy is left: " << text;
+  EXPECT_EQ(text.find("memrefCopy"), std::string::npos) << "a copy is left: " << text;
+  EXPECT_EQ(text.find("llvm.call @malloc"), std::string::npos) << text;
+  EXPECT_NE(text.find("_mlir_memref_to_llvm_"), std::string::npos) << text;
+  const auto xv = x.toVector<double>(), av = w1.toVector<double>(), bv = w2.toVector<double>(),
+             yv = y.toVector<double>();
+  ASSERT_EQ(yv.size(), 300u * 80u);
+  for (int i = 0; i < 300; i += 7)
+    for (int j = 0; j < 80; ++j) {
+      double r1 = 0, r2 = 0;
+      for (int k = 0; k < 64; ++k) r1 += 2 * xv[i * 64 + k] * av[k * 80 + j], r2 += 2 * xv[i * 64 + k] * bv[k * 80 + j];
+      EXPECT_NEAR(yv[i * 80 + j], r1 * r2, 1e-3 * (1 + std::fabs(r1 * r2))) << i << "," << j;
+    }
+  std::filesystem::remove_all(dir);
+}
+
+// radix_kernel_zero: exactly the bytes asked for, at an offset, on one thread and split.
+TEST(KernelsGemm, ZeroKernel) {
+  for (const int64_t bytes : {int64_t(1), int64_t(4093), int64_t(5) << 20})
+    for (const int64_t threads : {1, 2}) {
+      std::vector<uint8_t> buf(static_cast<size_t>(bytes + 64), 0xab);
+      radix_kernel_zero(reinterpret_cast<int64_t>(buf.data()), 32, bytes, threads);
+      for (size_t i = 0; i < buf.size(); ++i) {
+        const bool inside = i >= 32 && static_cast<int64_t>(i) < 32 + bytes;
+        ASSERT_EQ(buf[i], inside ? 0 : 0xab) << "byte " << i << " of " << bytes << " on " << threads;
+      }
+    }
+}
+
 }  // namespace
 
 namespace {
