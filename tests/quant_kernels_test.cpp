@@ -11,7 +11,7 @@
 //    decode is exact in f32 but for the min's addition (an f16 scale times an integer of at most
 //    8 bits); what is left is f32 rounding of products and k-term sums in another order than the
 //    double reference.
-//  - int8 activations (gemvInt8): A is rounded to d * round(a / d) per 32-block, d = max|a| / 127,
+//  - int8 activations (gemvInt8, gemmInt8): A is rounded to d * round(a / d) per 32-block, d = max|a| / 127,
 //    so each |a_k - a'_k| <= d / 2: the bound is sum_k |w_k| d(k) / 2, times 1.01, plus the f32
 //    term. This is llama.cpp's error model (about 1/254 of the block's max per element); the worst
 //    seen is 0.4 of this bound.
@@ -216,6 +216,7 @@ const char* pathName(QPath p) {
     case QPath::gemvInt8: return "gemvInt8";
     case QPath::gemmDecoded: return "gemmDecoded";
     case QPath::gemmAmxInt8: return "gemmAmxInt8";
+    case QPath::gemmInt8: return "gemmInt8";
   }
   return "?";
 }
@@ -248,11 +249,15 @@ void checkFormat(const Isa& isa, const Fmt& f, const std::vector<Shape3>& shapes
         for (int l = 0; l < 32; ++l) mx = std::max(mx, std::abs(double(a[i * sam + 32 * g + l])));
         step[i * (s.k / 32) + g] = mx / 127;
       }
+    // The int8 GEMM: AVX-512 VNNI, every format whose scales cover 32 weights (not q6_k).
+    const bool int8Gemm = std::string(isa.name) == "avx512_vnni" && f.type != QuantType::q6_k;
     for (int mode = 0; mode < 2; ++mode) {  // 0: default, 1: RADIX_QUANT_EXACT=1
       const bool exact = mode == 1;
       const bool gemv = s.m <= 4;
-      if (exact && !gemv) continue;  // the GEMM path is f32 either way
-      const QPath want = !gemv ? QPath::gemmDecoded : exact ? QPath::gemvF32 : QPath::gemvInt8;
+      if (exact && !gemv && !int8Gemm) continue;  // that GEMM is f32 either way
+      const QPath want = gemv ? (exact ? QPath::gemvF32 : QPath::gemvInt8)
+                              : (int8Gemm && !exact ? QPath::gemmInt8 : QPath::gemmDecoded);
+      const bool int8 = want == QPath::gemvInt8 || want == QPath::gemmInt8;
       for (int layout = 0; layout < 2; ++layout) {  // row-major padded C, column-major padded C
         const int64_t scm = layout == 0 ? s.n + 3 : 1, scn = layout == 0 ? 1 : s.m + 2;
         std::vector<float> c(static_cast<size_t>(layout == 0 ? s.m * scm : s.n * scn), 0.0f);
@@ -285,7 +290,7 @@ void checkFormat(const Isa& isa, const Fmt& f, const std::vector<Shape3>& shapes
             }
             const int64_t at = i * scm + j * scn;
             ref += c0[at];
-            const double tol = 1e-6 * mag + 1e-6 + (want == QPath::gemvInt8 ? 1.01 * qbound : 0.0);
+            const double tol = 1e-6 * mag + 1e-6 + (int8 ? 1.01 * qbound : 0.0);
             if (!(std::abs(c[at] - ref) <= tol)) {
               ++bad;
               ADD_FAILURE() << where << " C[" << i << "][" << j << "] = " << c[at] << ", reference " << ref

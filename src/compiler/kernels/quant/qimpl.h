@@ -508,7 +508,11 @@ QPath gemm(const QProblem& p, int64_t n0, int64_t n1) {
   return QPath::gemmDecoded;
 }
 
-// RADIX_QUANT_EXACT=1 selects the f32-activation GEMV (read per call, so tests can switch it).
+#if RADIX_Q_ZMM && RADIX_Q_VNNI == 2
+#include "compiler/kernels/quant/qgemm_vnni.h"
+#endif
+
+// RADIX_QUANT_EXACT=1 selects the f32-activation GEMV and GEMM (read per call, so tests can switch it).
 inline bool exactRequested() {
   const char* e = std::getenv("RADIX_QUANT_EXACT");
   return e && e[0] == '1';
@@ -520,7 +524,12 @@ QPath runFormat(const QProblem& p, int64_t n0, int64_t n1) {
     throw radix::Error("[qcontract] k=" + std::to_string(p.k) + " is not a whole number of blocks of " +
                        std::to_string(F::kElems));
   if (n0 >= n1 || p.m <= 0) return QPath::scalar;
-  if (p.m <= kGemvMaxM) return gemv<F>(p, n0, n1, exactRequested());
+  const bool exact = exactRequested();
+  if (p.m <= kGemvMaxM) return gemv<F>(p, n0, n1, exact);
+#if RADIX_Q_ZMM && RADIX_Q_VNNI == 2
+  if constexpr (!F::kTwoScales)
+    if (!exact) return gemmInt8<F>(p, n0, n1);
+#endif
   return gemm<F>(p, n0, n1);
 }
 

@@ -23,8 +23,9 @@ struct QProblem {
 };
 
 /// The code paths a quantized call can take (tests prove which one ran).
-enum class QPath : int32_t { scalar = 0, gemvF32 = 1, gemvInt8 = 2, gemmDecoded = 3, gemmAmxInt8 = 4 };
-constexpr int kQPathCount = 5;
+/// gemmInt8: int8 activations and weights through vpdpbusd (AVX-512 VNNI, m > 4).
+enum class QPath : int32_t { scalar = 0, gemvF32 = 1, gemvInt8 = 2, gemmDecoded = 3, gemmAmxInt8 = 4, gemmInt8 = 5 };
+constexpr int kQPathCount = 6;
 /// Calls that took `path` since the process started.
 uint64_t qcallCount(QPath path);
 /// Same, counting only the calls that ran on `isa` (after lowering it to what the CPU runs).
