@@ -249,8 +249,8 @@ void checkFormat(const Isa& isa, const Fmt& f, const std::vector<Shape3>& shapes
         for (int l = 0; l < 32; ++l) mx = std::max(mx, std::abs(double(a[i * sam + 32 * g + l])));
         step[i * (s.k / 32) + g] = mx / 127;
       }
-    // The int8 GEMM: AVX-512 VNNI, every format whose scales cover 32 weights (not q6_k).
-    const bool int8Gemm = std::string(isa.name) == "avx512_vnni" && f.type != QuantType::q6_k;
+    // The int8 GEMM: AVX-512 VNNI, every format.
+    const bool int8Gemm = std::string(isa.name) == "avx512_vnni";
     for (int mode = 0; mode < 2; ++mode) {  // 0: default, 1: RADIX_QUANT_EXACT=1
       const bool exact = mode == 1;
       const bool gemv = s.m <= 4;

@@ -3,12 +3,13 @@
 // per 32 as for the GEMV; each weight row's 32-blocks are decoded once per panel into unsigned
 // bytes (q + offset) in vpdpbusd's layout, with their scale dw and min share mw' = mw - offset*dw:
 //   C[i][j] += sum_g da[i][g] * (dw[j][g] * sum(q_u * qa) + mw'[j][g] * sum(qa)).
-// Formats whose scales cover 32 weights (all but q6_k, whose caller keeps the f32 GEMM).
+// q6_k's scales cover 16 weights: its blocks have two (dw, mw') per column, one per half, and
+// the activation sums per 16 (Act::sd16).
 
 // Panel of kPanelCols weight rows over kb blocks: per block, 8 steps of [col][4 bytes], then dw
-// and mw' per column.
+// and mw' per column for elements 0..15 and again for 16..31 (the same twice but for q6_k).
 constexpr int kPanelCols = 32, kTileRows = 4;
-constexpr int64_t kBlockBytes = 8 * kPanelCols * 4 + 2 * kPanelCols * 4;
+constexpr int64_t kBlockBytes = 8 * kPanelCols * 4 + 4 * kPanelCols * 4;
 
 template <class F>
 void decodePanel(const QProblem& p, int64_t j0, int nc, int64_t g0, int64_t kb, uint8_t* panel) {
@@ -22,7 +23,7 @@ void decodePanel(const QProblem& p, int64_t j0, int nc, int64_t g0, int64_t kb, 
       float* mw = dw + kPanelCols;
       if (c >= nc) {
         for (int s = 0; s < 8; ++s) std::memset(blockOut + (s * kPanelCols + c) * 4, 0, 4);
-        dw[c] = mw[c] = 0;
+        dw[c] = mw[c] = dw[2 * kPanelCols + c] = mw[2 * kPanelCols + c] = 0;
         continue;
       }
       const int64_t sub = g0 + g;  // the 32-block of the row
@@ -35,18 +36,22 @@ void decodePanel(const QProblem& p, int64_t j0, int nc, int64_t g0, int64_t kb, 
       alignas(32) uint32_t words[8];
       _mm256_store_si256(reinterpret_cast<__m256i*>(words), q);
       for (int s = 0; s < 8; ++s) std::memcpy(blockOut + (s * kPanelCols + c) * 4, &words[s], 4);
-      const float scale = scale0<F>(h, j);
       float mins = 0;
       if constexpr (F::kMins) mins = h.mn[F::kSubs == 8 ? j : 0];
-      dw[c] = scale;
-      mw[c] = mins - kOffset * scale;
+      const float s0 = scale0<F>(h, j), s1 = scale1<F>(h, j);
+      dw[c] = s0;
+      mw[c] = mins - kOffset * s0;
+      dw[2 * kPanelCols + c] = s1;
+      mw[2 * kPanelCols + c] = mins - kOffset * s1;
     }
   }
 }
 
 // Rows [i0, i0 + kTileRows) (clamped to m for reading) x the panel's 32 columns, over kb blocks.
-inline void tileInt8(const QProblem& p, const Act& act, int64_t i0, int mr, int64_t g0, int64_t kb,
-                     const uint8_t* panel, int64_t j0, int nc) {
+// kHalves: a scale per 16 weights (q6_k), each half with its own epilogue.
+template <bool kHalves>
+void tileInt8(const QProblem& p, const Act& act, int64_t i0, int mr, int64_t g0, int64_t kb, const uint8_t* panel,
+              int64_t j0, int nc) {
   __m512 c[kTileRows][2];
   const int8_t* aq[kTileRows];
   const float *ad[kTileRows], *asd[kTileRows];
@@ -54,30 +59,33 @@ inline void tileInt8(const QProblem& p, const Act& act, int64_t i0, int mr, int6
     const int64_t i = i0 + std::min(r, mr - 1);
     aq[r] = act.q + i * act.ldq + 32 * g0;
     ad[r] = act.d + i * act.ldd + g0;
-    asd[r] = act.sd + i * act.ldd + g0;
+    asd[r] = kHalves ? act.sd16 + i * 2 * act.ldd + 2 * g0 : act.sd + i * act.ldd + g0;
     c[r][0] = c[r][1] = _mm512_setzero_ps();
   }
+  constexpr int kParts = kHalves ? 2 : 1, kSteps = 8 / kParts;
   for (int64_t g = 0; g < kb; ++g) {
     const uint8_t* b = panel + g * kBlockBytes;
-    __m512i acc[kTileRows][2];
-    for (int r = 0; r < kTileRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-    for (int s = 0; s < 8; ++s) {
-      const __m512i b0 = _mm512_load_si512(b + s * kPanelCols * 4), b1 = _mm512_load_si512(b + s * kPanelCols * 4 + 64);
-      for (int r = 0; r < kTileRows; ++r) {
-        int32_t word;
-        std::memcpy(&word, aq[r] + 32 * g + 4 * s, 4);
-        const __m512i a = _mm512_set1_epi32(word);
-        acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b0, a);
-        acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, a);
+    for (int part = 0; part < kParts; ++part) {
+      __m512i acc[kTileRows][2];
+      for (int r = 0; r < kTileRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+      for (int s = part * kSteps; s < (part + 1) * kSteps; ++s) {
+        const __m512i b0 = _mm512_load_si512(b + s * kPanelCols * 4), b1 = _mm512_load_si512(b + s * kPanelCols * 4 + 64);
+        for (int r = 0; r < kTileRows; ++r) {
+          int32_t word;
+          std::memcpy(&word, aq[r] + 32 * g + 4 * s, 4);
+          const __m512i a = _mm512_set1_epi32(word);
+          acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b0, a);
+          acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, a);
+        }
       }
-    }
-    const float* dw = reinterpret_cast<const float*>(b + 8 * kPanelCols * 4);
-    const __m512 dw0 = _mm512_load_ps(dw), dw1 = _mm512_load_ps(dw + 16);
-    const __m512 mw0 = _mm512_load_ps(dw + 32), mw1 = _mm512_load_ps(dw + 48);
-    for (int r = 0; r < kTileRows; ++r) {
-      const __m512 da = _mm512_set1_ps(ad[r][g]), sd = _mm512_set1_ps(asd[r][g]);
-      c[r][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][0]), da), dw0, _mm512_fmadd_ps(sd, mw0, c[r][0]));
-      c[r][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][1]), da), dw1, _mm512_fmadd_ps(sd, mw1, c[r][1]));
+      const float* dw = reinterpret_cast<const float*>(b + 8 * kPanelCols * 4) + part * 2 * kPanelCols;
+      const __m512 dw0 = _mm512_load_ps(dw), dw1 = _mm512_load_ps(dw + 16);
+      const __m512 mw0 = _mm512_load_ps(dw + 32), mw1 = _mm512_load_ps(dw + 48);
+      for (int r = 0; r < kTileRows; ++r) {
+        const __m512 da = _mm512_set1_ps(ad[r][g]), sd = _mm512_set1_ps(asd[r][kParts * g + part]);
+        c[r][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][0]), da), dw0, _mm512_fmadd_ps(sd, mw0, c[r][0]));
+        c[r][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][1]), da), dw1, _mm512_fmadd_ps(sd, mw1, c[r][1]));
+      }
     }
   }
   for (int r = 0; r < mr; ++r) {
@@ -109,8 +117,8 @@ QPath gemmInt8(const QProblem& p, int64_t n0, int64_t n1) {
       for (int64_t i = 0; i < p.m; i += kTileRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kTileRows, p.m - i));
         for (int64_t q = 0; q < np; ++q)
-          tileInt8(p, act, i, mr, g0, kb, panels + q * kKB * kBlockBytes, jc + q * kPanelCols,
-                   static_cast<int>(std::min<int64_t>(kPanelCols, ncAll - q * kPanelCols)));
+          tileInt8<F::kTwoScales>(p, act, i, mr, g0, kb, panels + q * kKB * kBlockBytes, jc + q * kPanelCols,
+                                  static_cast<int>(std::min<int64_t>(kPanelCols, ncAll - q * kPanelCols)));
       }
     }
   }

@@ -173,15 +173,17 @@ inline float scale1(const typename F::Hdr& h, int j) {
 }
 
 // ---- Activations quantized to int8 per 32 (q8_0's scheme): q = round(x / d), d = max|x| / 127,
-// and sd = d * sum(q) for the formats with mins. ----
+// and sd = d * sum(q) for the formats with mins; sd16 the same per 16 (two per block, for the
+// int8 GEMM of q6_k, whose scales cover 16 weights). ----
 struct Act {
   int8_t* q;
   float* d;
   float* sd;
+  float* sd16;
   int64_t ldq, ldd;
 };
 
-inline void quantizeBlock(const float* x, int8_t* q, float* d, float* sd) {
+inline void quantizeBlock(const float* x, int8_t* q, float* d, float* sd, float* sd16) {
   const __m256 signBit = _mm256_set1_ps(-0.0f);
   __m256 v[4];
   for (int i = 0; i < 4; ++i) v[i] = _mm256_loadu_ps(x + 8 * i);
@@ -195,12 +197,15 @@ inline void quantizeBlock(const float* x, int8_t* q, float* d, float* sd) {
   const __m256 vid = _mm256_set1_ps(id);
   __m256i i[4];
   for (int j = 0; j < 4; ++j) i[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], vid));
-  const int32_t sum = hsumI(_mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3])));
+  const int32_t lo = hsumI(_mm256_add_epi32(i[0], i[1])), hi = hsumI(_mm256_add_epi32(i[2], i[3]));
+  const int32_t sum = lo + hi;
   __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
   p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), p);
   *d = dd;
   *sd = dd * static_cast<float>(sum);
+  sd16[0] = dd * static_cast<float>(lo);
+  sd16[1] = dd * static_cast<float>(hi);
 }
 
 inline Act quantizeActs(const QProblem& p, Scratch& s) {
@@ -208,13 +213,15 @@ inline Act quantizeActs(const QProblem& p, Scratch& s) {
   Act a;
   a.ldq = (p.k + 63) / 64 * 64;
   a.ldd = (nb + 15) / 16 * 16;
-  char* base = static_cast<char*>(s.get(static_cast<size_t>(p.m * (a.ldq + 8 * a.ldd) + 64)));
+  char* base = static_cast<char*>(s.get(static_cast<size_t>(p.m * (a.ldq + 16 * a.ldd) + 64)));
   a.q = reinterpret_cast<int8_t*>(base);
   a.d = reinterpret_cast<float*>(base + p.m * a.ldq);
   a.sd = a.d + p.m * a.ldd;
+  a.sd16 = a.sd + p.m * a.ldd;  // [m][2 * ldd]
   for (int64_t i = 0; i < p.m; ++i)
     for (int64_t g = 0; g < nb; ++g)
-      quantizeBlock(p.a + i * p.sam + 32 * g, a.q + i * a.ldq + 32 * g, a.d + i * a.ldd + g, a.sd + i * a.ldd + g);
+      quantizeBlock(p.a + i * p.sam + 32 * g, a.q + i * a.ldq + 32 * g, a.d + i * a.ldd + g, a.sd + i * a.ldd + g,
+                    a.sd16 + i * 2 * a.ldd + 2 * g);
   return a;
 }
 
@@ -527,8 +534,7 @@ QPath runFormat(const QProblem& p, int64_t n0, int64_t n1) {
   const bool exact = exactRequested();
   if (p.m <= kGemvMaxM) return gemv<F>(p, n0, n1, exact);
 #if RADIX_Q_ZMM && RADIX_Q_VNNI == 2
-  if constexpr (!F::kTwoScales)
-    if (!exact) return gemmInt8<F>(p, n0, n1);
+  if (!exact) return gemmInt8<F>(p, n0, n1);
 #endif
   return gemm<F>(p, n0, n1);
 }
