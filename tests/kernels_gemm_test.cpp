@@ -229,23 +229,32 @@ TEST(KernelsGemm, IntegersKeepTheGenericPath) {
   EXPECT_EQ(y.toVector<int32_t>(), (std::vector<int32_t>{4, 5, 10, 11}));
 }
 
-// The compiled module calls the kernel symbol (what a cached object resolves from the process).
-TEST(KernelsGemm, LoweredModuleCallsTheKernel) {
-  const std::string dir = ::testing::TempDir() + "radix_kernels_gemm_dump";
+// A platform that dumps the IR after convert-func-to-llvm into `dir`, and that IR.
+radix::Platform dumpingToLlvm(const std::string& dir) {
   radix::CompileOptions options;
   options.cache = false;
   options.dumpDir = dir;
   options.dumpPasses = true;
   options.dumpPassRegex = "convert-func-to-llvm";
-  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
-  Tensor a = randomTensor(cpu, {5, 7}, DType::f32, 3), b = randomTensor(cpu, {7, 3}, DType::f32, 4);
-  radix::compile(cpu, [](Tensor x, Tensor w) { return x.dotGeneral(w, {{1, 0}}, {}); }, a, b);
+  return radix::Platform::cpu().withOptions(options);
+}
+std::string llvmDialectText(const std::string& dir) {
   std::string text;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
     if (entry.path().string().find("convert-func-to-llvm") != std::string::npos) {
       std::ifstream in(entry.path());
       text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
+  return text;
+}
+
+// The compiled module calls the kernel symbol (what a cached object resolves from the process).
+TEST(KernelsGemm, LoweredModuleCallsTheKernel) {
+  const std::string dir = ::testing::TempDir() + "radix_kernels_gemm_dump";
+  const radix::Platform cpu = dumpingToLlvm(dir);
+  Tensor a = randomTensor(cpu, {5, 7}, DType::f32, 3), b = randomTensor(cpu, {7, 3}, DType::f32, 4);
+  radix::compile(cpu, [](Tensor x, Tensor w) { return x.dotGeneral(w, {{1, 0}}, {}); }, a, b);
+  const std::string text = llvmDialectText(dir);
   EXPECT_NE(text.find("llvm.call @radix_kernel_contract"), std::string::npos) << text;
   EXPECT_EQ(text.find("llvm.fmul"), std::string::npos) << "a contraction loop was left: " << text;
   std::filesystem::remove_all(dir);
@@ -256,12 +265,7 @@ TEST(KernelsGemm, LoweredModuleCallsTheKernel) {
 // runtime/alloc.cpp; the numbers are right.
 TEST(KernelsGemm, NoCopiesAroundContractions) {
   const std::string dir = ::testing::TempDir() + "radix_kernels_gemm_copies";
-  radix::CompileOptions options;
-  options.cache = false;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "convert-func-to-llvm";
-  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  const radix::Platform cpu = dumpingToLlvm(dir);
   Tensor x = randomTensor(cpu, {300, 64}, DType::f32, 7), w1 = randomTensor(cpu, {64, 80}, DType::f32, 8),
          w2 = randomTensor(cpu, {64, 80}, DType::f32, 9);
   auto fn = [](Tensor a, Tensor b, Tensor c) {
@@ -269,12 +273,7 @@ TEST(KernelsGemm, NoCopiesAroundContractions) {
     return h.dotGeneral(b, {{1, 0}}, {}).mul(h.dotGeneral(c, {{1, 0}}, {}));
   };
   Tensor y = radix::compile(cpu, fn, x, w1, w2)(x, w1, w2);
-  std::string text;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
-    if (entry.path().string().find("convert-func-to-llvm") != std::string::npos) {
-      std::ifstream in(entry.path());
-      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+  const std::string text = llvmDialectText(dir);
   size_t zeros = 0;
   for (size_t at = text.find("llvm.call @radix_kernel_zero"); at != std::string::npos;
        at = text.find("llvm.call @radix_kernel_zero", at + 1))
