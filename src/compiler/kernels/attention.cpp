@@ -88,7 +88,8 @@ extern "C" void radix_kernel_attention(int64_t args) {
   int t = a[kAttnThreads] > 0 ? static_cast<int>(a[kAttnThreads]) : omp_get_max_threads();
   const double work = 4.0 * static_cast<double>(p.batch[0] * p.batch[1] * p.hq) * static_cast<double>(p.nq) *
                       static_cast<double>(std::max<int64_t>(p.nk, 1)) * static_cast<double>(p.hd);
-  if (omp_in_parallel() || work < 1e6) t = 1;
+  // A decode step (one query, 12 heads over a few hundred keys) is already worth a fork-join.
+  if (omp_in_parallel() || work < 1.3e5) t = 1;
   t = std::max(t, 1);
   uint64_t read = 0;
   switch (run) {
