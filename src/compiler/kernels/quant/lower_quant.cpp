@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -37,11 +38,33 @@ constexpr int kQKernelArgs = 21;
 
 // ---- fusion ----
 
+// A transcendental (sin, cos, exp, log, tanh, ...) in a linalg body.
+bool hasTranscendental(mlir::Operation* op) {
+  return op->walk([](mlir::Operation* inner) {
+           return mlir::isa<mlir::math::SinOp, mlir::math::CosOp, mlir::math::TanOp, mlir::math::ExpOp,
+                            mlir::math::Exp2Op, mlir::math::ExpM1Op, mlir::math::LogOp, mlir::math::Log1pOp,
+                            mlir::math::Log2Op, mlir::math::TanhOp, mlir::math::PowFOp, mlir::math::ErfOp,
+                            mlir::math::AtanOp, mlir::math::Atan2Op>(inner)
+                      ? mlir::WalkResult::interrupt()
+                      : mlir::WalkResult::advance();
+         }).wasInterrupted();
+}
+
+// Fusing a producer into a consumer that reads it through a broadcast recomputes it for every
+// copy: rope's sin/cos over {s, hd/2} ran once per head. Cheap producers still fuse.
+bool broadcastsExpensiveProducer(mlir::OpOperand* fused, mlir::Operation* producer) {
+  auto consumer = mlir::dyn_cast<mlir::linalg::GenericOp>(fused->getOwner());
+  if (!consumer || !mlir::isa<mlir::linalg::GenericOp>(producer)) return false;
+  return consumer.getMatchingIndexingMap(fused).getNumResults() < consumer.getNumLoops() &&
+         hasTranscendental(producer);
+}
+
 struct FuseElementwisePass : mlir::PassWrapper<FuseElementwisePass, mlir::OperationPass<mlir::func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FuseElementwisePass)
   llvm::StringRef getArgument() const final { return "radix-fuse-elementwise-ops"; }
   llvm::StringRef getDescription() const final {
-    return "Radix: linalg-fuse-elementwise-ops that keeps dequantize ops whole";
+    return "Radix: linalg-fuse-elementwise-ops that keeps dequantize ops whole and does not recompute "
+           "transcendentals per broadcast copy";
   }
   void getDependentDialects(mlir::DialectRegistry& registry) const override {
     registry.insert<mlir::affine::AffineDialect, mlir::linalg::LinalgDialect, mlir::memref::MemRefDialect,
@@ -53,7 +76,8 @@ struct FuseElementwisePass : mlir::PassWrapper<FuseElementwisePass, mlir::Operat
     // Upstream's default (a producer with one use) minus anything touching a dequantize.
     mlir::linalg::ControlFusionFn control = [](mlir::OpOperand* fused) {
       mlir::Operation* producer = fused->get().getDefiningOp();
-      return producer && producer->hasOneUse() && !isDequantize(producer) && !isDequantize(fused->getOwner());
+      return producer && producer->hasOneUse() && !isDequantize(producer) && !isDequantize(fused->getOwner()) &&
+             !broadcastsExpensiveProducer(fused, producer);
     };
     mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     mlir::linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, control);
