@@ -9,6 +9,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -189,6 +192,46 @@ TEST(FusedRowsSpecial, LargeRowsWithTwoThreads) {
     for (int64_t i = 0; i < d; i += 97)
       EXPECT_NEAR(pv[r * d + i], std::exp(v[r * d + i] - mx) / z, 1e-6) << "row " << r << " col " << i;
   }
+}
+
+}  // namespace
+
+namespace {
+
+/// A transcendental read through a broadcast is computed once per element of its own shape, not
+/// once per copy (rope's sin/cos over {s, hd/2} broadcast over heads): the sin's loop nest after
+/// bufferization writes a {64} buffer, and the numbers are right.
+TEST(FusedRowsSpecial, TranscendentalIsNotRecomputedPerBroadcastCopy) {
+  const std::string dir = ::testing::TempDir() + "radix_fusion_broadcast";
+  radix::CompileOptions options;
+  options.cache = false;
+  options.dumpDir = dir;
+  options.dumpPasses = true;
+  options.dumpPassRegex = "convert-bufferization-to-memref";
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  std::vector<float> v(64 * 12 * 32);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 13) - 6.f;
+  const Tensor x = Tensor::fromValues(cpu, Shape({64, 12, 32}, DType::f32).withTags({"s", "h", "d"}), v);
+  auto fn = [](const Tensor& t) {
+    const Tensor angle = Tensor::arange(64, DType::f32).withTags({"s"}).mulConstant(0.1).sin();
+    return t.mul(angle.broad(t.shape()));
+  };
+  const std::vector<float> y = radix::compile(cpu, fn, x)(x).toVector<float>();
+  std::string text;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.path().string().find("convert-bufferization-to-memref") != std::string::npos) {
+      std::ifstream in(entry.path());
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  const size_t sin = text.find("math.sin");
+  ASSERT_NE(sin, std::string::npos) << text;
+  const size_t generic = text.rfind("linalg.generic", sin);
+  ASSERT_NE(generic, std::string::npos) << text;
+  const std::string head = text.substr(generic, text.find('\n', generic) - generic);
+  EXPECT_NE(head.find("memref<64xf32>"), std::string::npos) << "sin computed in: " << head;
+  for (size_t i = 0; i < v.size(); i += 37)
+    EXPECT_NEAR(y[i], v[i] * std::sin(0.1 * static_cast<double>(i / (12 * 32))), 1e-5) << i;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
