@@ -266,8 +266,10 @@ void gemvInt8Rows(const QProblem& p, const Act& act, int64_t j0) {
       blk[r] = w[r] + b * F::kBytes;
       F::header(blk[r], h[r]);
     }
-    if (b + 4 < nblk)
-      for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(blk[r] + 4 * F::kBytes), _MM_HINT_T0);
+    // Measured (ymm path, streaming, 1 thread): q8_0 6 -> 26 GB/s with 12 KiB instead of 4 blocks
+    // ahead; the K-quants are best 2 blocks ahead.
+    constexpr int64_t ahead = F::kElems == 32 ? 12288 : 2 * F::kBytes;
+    for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(blk[r] + ahead), _MM_HINT_T0);
     // K-quants: the 8 (16) scale x activation-step factors of a block, one vector multiply.
     constexpr int kFac = F::kSubs == 8 ? (F::kTwoScales ? 16 : 8) : 1;
     alignas(32) float fac[R][M][kFac];
