@@ -63,7 +63,7 @@ struct Wide<Q4_0> {
   static __m512i expand(__m512i d) {
     return _mm512_and_si512(_mm512_mask_srli_epi16(d, 0xff00ff00u, d, 4), _mm512_set1_epi8(0x0f));
   }
-  // Broadcasting loads and a blend: no shuffle-port work.
+  // Broadcasting loads and a blend.
   static __m512i pair(const uint8_t* b) {
     return expand(_mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(load16(b + 2)), 0xff00, load16(b + 2 + Q4_0::kBytes)));
   }
@@ -120,7 +120,7 @@ void wide32Rows(const QProblem& p, const Act& act, int64_t j0) {
     int q = 0;
     for (; q + 1 < nb; q += 2) step(cur, g, q, false);
     if (q < nb) step(cur, g, q, true);
-    std::memcpy(cur, next, sizeof cur);
+    if (g + 16 < nblk) std::memcpy(cur, next, sizeof cur);
   }
   for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += _mm512_reduce_add_ps(acc[r]);
 }
