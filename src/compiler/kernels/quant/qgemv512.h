@@ -70,6 +70,17 @@ struct Wide<Q4_0> {
   static __m512i single(const uint8_t* b) { return expand(_mm512_maskz_broadcast_i32x4(0x00ff, load16(b + 2))); }
 };
 
+// The 16 f16 scales of q4_0 blocks [0, 16) at `base` (288 bytes) from 4 loads and 2 word
+// permutes: cheaper than the gather, which cost about a third of q4_0's in-cache time.
+inline __m512 q4_0Scales16(const uint8_t* base) {
+  alignas(64) static constexpr uint16_t kWords[32] = {0, 9, 18, 27, 36, 45, 54, 63};  // block i at byte 18 i
+  const __m512i idx = _mm512_load_si512(kWords);
+  const __m512i lo = _mm512_permutex2var_epi16(_mm512_loadu_si512(base), idx, _mm512_loadu_si512(base + 64));
+  const __m512i hi = _mm512_permutex2var_epi16(_mm512_loadu_si512(base + 144), idx, _mm512_loadu_si512(base + 208));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_castsi512_si128(lo)),
+                                                 _mm512_castsi512_si128(hi), 1));
+}
+
 // q8_0 / q4_0: R rows from j0, 16 blocks of scales per gather, 2 blocks per dot.
 template <class F, int R>
 void wide32Rows(const QProblem& p, const Act& act, int64_t j0) {
@@ -108,8 +119,14 @@ void wide32Rows(const QProblem& p, const Act& act, int64_t j0) {
     const __mmask16 bm = static_cast<__mmask16>(nb == 16 ? 0xffffu : (1u << nb) - 1);
     const __m512 da = _mm512_maskz_loadu_ps(bm, act.d + g);
     for (int r = 0; r < R; ++r) {
-      const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), bm, gidx, w[r] + g * F::kBytes, 1);
-      _mm512_store_ps(s16[r], _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw)), da));
+      __m512 dw;
+      if (std::is_same_v<F, Q4_0> && nb == 16) {
+        dw = q4_0Scales16(w[r] + g * F::kBytes);
+      } else {
+        const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), bm, gidx, w[r] + g * F::kBytes, 1);
+        dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
+      }
+      _mm512_store_ps(s16[r], _mm512_mul_ps(dw, da));
     }
   };
   alignas(64) float cur[R][16], next[R][16];
