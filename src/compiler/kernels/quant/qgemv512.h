@@ -17,8 +17,8 @@ struct Wide {
 // Software prefetch distance, in bytes along each row (into the next rows: the weight is one
 // block of memory). Measured on Zen 5, q8_0 streaming from memory, 1 thread: 4 interleaved rows
 // with prefetch 2 row-groups ahead reached 15 GB/s; one row at a time 24 GB/s without prefetch and
-// 30-34 with it 12 KiB ahead. q4_0 is compute-bound (21 GB/s either way) and keeps 4 rows per
-// activation load; the K-quants, at 29-32 GB/s, 2.
+// 30-34 with it 12 KiB ahead. q4_0 is compute-bound and keeps 4 rows per activation load; q4_k
+// is as fast with 1 or 2 rows (29-32 GB/s) and keeps 2; q6_k reads 1 (30-39 GB/s, 26-32 with 2).
 constexpr int64_t kAheadBytes = 12288;
 
 // acc + sum of 4 u8 x s8 products per int32 lane.
@@ -185,7 +185,7 @@ void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
 template <>
 struct Wide<Q6_K> {
   static constexpr bool kHas = true;
-  static constexpr int kRows = 2;
+  static constexpr int kRows = 1;
 };
 
 // q6_k: per half super-block (128 weights), two dots: elements 0..63 from the low nibbles of
