@@ -1,5 +1,5 @@
 // The decode GEMV (m = 1) on zmm registers for the formats of llama.cpp's common files (q8_0, q4_0,
-// q4_k, q6_k). Included by qimpl.h (no include guard) in the AVX-512 copies only, inside their
+// q4_k, q5_k, q6_k). Included by qimpl.h (no include guard) in the AVX-512 copies only, inside their
 // namespace and target region, after the format structs and the activation quantizer.
 //
 // One integer dot covers 64 weights: two 32-blocks, or two sub-blocks of a super-block. Weights
@@ -147,10 +147,18 @@ struct Wide<Q4_K> {
   static constexpr bool kHas = true;
   static constexpr int kRows = 2;
 };
+template <>
+struct Wide<Q5_K> {
+  static constexpr bool kHas = true;
+  static constexpr int kRows = 2;
+};
 
-// q4_k: per super-block, sub-blocks 2j and 2j+1 (the low and high nibbles of one 32 bytes) per dot.
+// q4_k / q5_k: per super-block, sub-blocks 2j and 2j+1 (the low and high nibbles of one 32 bytes)
+// per dot; q5_k adds bit 2j / 2j+1 of qh[32] as the fifth bit.
 template <class F, int R>
 void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
+  constexpr bool kFive = std::is_same_v<F, Q5_K>;
+  constexpr int kQs = kFive ? 48 : 16;  // the nibbles' offset in the block
   const int64_t nblk = p.k / 256;
   __m512 acc[R];
   __m256 macc[R];
@@ -162,7 +170,7 @@ void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
     alignas(32) float fac[R][8];
     const uint8_t* blk[R];
     for (int r = 0; r < R; ++r) {
-      blk[r] = w[r] + b * Q4_K::kBytes;
+      blk[r] = w[r] + b * F::kBytes;
       HdrK h;
       kScales(blk[r], h);
       _mm256_store_ps(fac[r], _mm256_mul_ps(_mm256_load_ps(h.s), da));
@@ -171,9 +179,17 @@ void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
     for (int j = 0; j < 4; ++j) {
       const __m512i aq = _mm512_loadu_si512(act.q + 256 * b + 64 * j);
       for (int r = 0; r < R; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(blk[r] + 16 + 32 * j + kAheadBytes), _MM_HINT_T0);
-        const __m512i x = _mm512_broadcast_i64x4(load32(blk[r] + 16 + 32 * j));
-        const __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(x, 0xffff0000u, x, 4), _mm512_set1_epi8(0x0f));
+        _mm_prefetch(reinterpret_cast<const char*>(blk[r] + kQs + 32 * j + kAheadBytes), _MM_HINT_T0);
+        const __m512i x = _mm512_broadcast_i64x4(load32(blk[r] + kQs + 32 * j));
+        __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(x, 0xffff0000u, x, 4), _mm512_set1_epi8(0x0f));
+        if constexpr (kFive) {
+          // Bit 2j (lower half) / 2j+1 (upper half) of each qh byte, moved to bit 4.
+          const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * j)),
+                                                   _mm256_set1_epi16(static_cast<short>(2 * j + 1)), 1);
+          const __m512i qh = _mm512_broadcast_i64x4(load32(blk[r] + 16));
+          const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, shift), _mm512_set1_epi8(0x01));
+          u = _mm512_or_si512(u, _mm512_slli_epi16(bit, 4));
+        }
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(_mm512_setzero_si512(), u, aq)), pairScale(fac[r], 2 * j),
                                  acc[r]);
       }
@@ -232,7 +248,7 @@ void wideQ6KRows(const QProblem& p, const Act& act, int64_t j0) {
 
 template <class F, int R>
 void wideRows(const QProblem& p, const Act& act, int64_t j0) {
-  if constexpr (std::is_same_v<F, Q4_K>)
+  if constexpr (std::is_same_v<F, Q4_K> || std::is_same_v<F, Q5_K>)
     wideQ4KRows<F, R>(p, act, j0);
   else if constexpr (std::is_same_v<F, Q6_K>)
     wideQ6KRows<F, R>(p, act, j0);
