@@ -29,17 +29,19 @@ std::vector<float> randomValues(int64_t n, unsigned seed) {
   return v;
 }
 
-std::vector<double> matmul(const std::vector<float>& x, const std::vector<float>& w) {
-  std::vector<double> y(M * N, 0.0);
+// {M, k} x {k, n}.
+std::vector<double> matmul(const std::vector<float>& x, const std::vector<float>& w, int64_t k = K, int64_t n = N) {
+  std::vector<double> y(M * n, 0.0);
   for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) y[i * N + j] += double(x[i * K + k]) * w[k * N + j];
+    for (int64_t q = 0; q < k; ++q)
+      for (int64_t j = 0; j < n; ++j) y[i * n + j] += double(x[i * k + q]) * w[q * n + j];
   return y;
 }
 
-void expectMatmul(const Tensor& y, const std::vector<float>& x, const std::vector<float>& w) {
+void expectMatmul(const Tensor& y, const std::vector<float>& x, const std::vector<float>& w, int64_t k = K,
+                  int64_t n = N) {
   const auto got = y.toVector<double>();
-  const auto want = matmul(x, w);
+  const auto want = matmul(x, w, k, n);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4) << "element " << i;
 }
@@ -87,30 +89,33 @@ TEST(PackedWeights, DonatedWeightUpdatedInPlaceGivesNewResults) {
 // A freed buffer whose address comes back for a new weight: its generation is new.
 TEST(PackedWeights, ReallocatedBufferAtTheSameAddressIsNotConfused) {
   const radix::Platform cpu = platform();
-  const auto xv = randomValues(M * K, 5);
-  Tensor x = Tensor::fromValues(cpu, Shape({M, K}, DType::f32), xv);
+  // A 1 MiB weight: the buffer pool keeps freed blocks of that size and more for the next buffer
+  // of the same size (a smaller one would depend on malloc handing the address back).
+  constexpr int64_t kBig = 512, nBig = 512;
+  const auto xv = randomValues(M * kBig, 5);
+  Tensor x = Tensor::fromValues(cpu, Shape({M, kBig}, DType::f32), xv);
   const void* lastAddress = nullptr;
   int sameAddress = 0;
   std::optional<decltype(radix::compile(cpu, product(), x, x))> f;
   for (unsigned round = 0; round < 4; ++round) {
-    const auto wv = randomValues(K * N, 10 + round);
-    Tensor w = Tensor::fromValues(cpu, Shape({K, N}, DType::f32), wv);
+    const auto wv = randomValues(kBig * nBig, 10 + round);
+    Tensor w = Tensor::fromValues(cpu, Shape({kBig, nBig}, DType::f32), wv);
     if (!f) f.emplace(radix::compile(cpu, product(), x, w));
     sameAddress += w.bufferAddress() == lastAddress;
     lastAddress = w.bufferAddress();
-    for (int call = 0; call < 3; ++call) expectMatmul((*f)(x, w), xv, wv);  // seen, packed, reused
+    for (int call = 0; call < 3; ++call) expectMatmul((*f)(x, w), xv, wv, kBig, nBig);  // seen, packed, reused
   }  // w freed here; the buffer pool hands its address to the next round's weight
 #if !__has_feature(address_sanitizer)  // ASan quarantines freed memory, and the pool is off there
   EXPECT_GT(sameAddress, 0) << "the allocator never reused the address: the case above did not occur";
 #endif
   // The same case on every build: one caller-owned block bound again with new contents.
-  std::vector<float> block(static_cast<size_t>(K * N));
+  std::vector<float> block(static_cast<size_t>(kBig * nBig));
   for (unsigned round = 0; round < 3; ++round) {
-    const auto wv = randomValues(K * N, 20 + round);
+    const auto wv = randomValues(kBig * nBig, 20 + round);
     std::copy(wv.begin(), wv.end(), block.begin());
-    Tensor w = Tensor::fromExternal(cpu, Shape({K, N}, DType::f32), block.data(), nullptr);
+    Tensor w = Tensor::fromExternal(cpu, Shape({kBig, nBig}, DType::f32), block.data(), nullptr);
     ASSERT_EQ(w.bufferAddress(), static_cast<const void*>(block.data()));
-    for (int call = 0; call < 3; ++call) expectMatmul((*f)(x, w), xv, wv);
+    for (int call = 0; call < 3; ++call) expectMatmul((*f)(x, w), xv, wv, kBig, nBig);
   }
 }
 
