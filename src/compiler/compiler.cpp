@@ -181,30 +181,6 @@ bool fusedAttentionOn() {
 
 bool profileOn(const CompileOptions& options) { return options.profile ? *options.profile : profileEnvOn(); }
 
-/// The copies that kept elementwise producers out of their contractions' fusion (ops/contract.cpp,
-/// ops/conv.cpp) have done their work once fusion is over: without them the producer writes the
-/// buffer the kernel reads, instead of a buffer copied again (12% of a Llama prefill).
-void dropFusionBarriers(mlir::ModuleOp module) {
-  std::vector<mlir::bufferization::AllocTensorOp> copies;
-  module.walk([&](mlir::bufferization::AllocTensorOp op) {
-    if (op.getCopy() && op.getDynamicSizes().empty() && op.getType() == op.getCopy().getType()) copies.push_back(op);
-  });
-  for (auto op : copies) {
-    op.getResult().replaceAllUsesWith(op.getCopy());
-    op->erase();
-  }
-}
-
-/// A linalg.generic that only writes a value from outside (a generalized linalg.fill).
-bool isFillLike(mlir::Operation* op) {
-  auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
-  if (!g || g.getNumDpsInputs() != 0 || g->getNumResults() != 1)
-    return false;
-  auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(g.getBody()->getTerminator());
-  return yield && &g.getBody()->front() == yield.getOperation() && yield->getNumOperands() == 1 &&
-         !mlir::isa<mlir::BlockArgument>(yield->getOperand(0));
-}
-
 /// CSE gives contractions of one shape a single zero-filled init; each writes it in place, so
 /// bufferization copies the zeros for every one of them. Each gets a fill of its own instead
 /// (through the reshapes between, if any).
@@ -220,9 +196,9 @@ void unshareContractionInits(mlir::ModuleOp module) {
     for (mlir::Value v = init->get(); mlir::Operation* def = v.getDefiningOp(); v = def->getOperand(0)) {
       shared = shared || !v.hasOneUse();
       chain.push_back(def);
-      if (isFillLike(def) || !mlir::isa<mlir::tensor::ExpandShapeOp, mlir::tensor::CollapseShapeOp>(def)) break;
+      if (kernels::filledValue(def) || !mlir::isa<mlir::tensor::ExpandShapeOp, mlir::tensor::CollapseShapeOp>(def)) break;
     }
-    if (chain.empty() || !shared || !isFillLike(chain.back())) continue;
+    if (chain.empty() || !shared || !kernels::filledValue(chain.back())) continue;
     mlir::OpBuilder b(op);
     mlir::IRMapping map;
     mlir::Value out = chain.back()->getOperand(0);
@@ -575,6 +551,17 @@ void dropDonatedSelfCopies(mlir::ModuleOp module, const Signature& signature,
 
 }  // namespace
 
+void dropFusionBarriers(mlir::Operation* root) {
+  std::vector<mlir::bufferization::AllocTensorOp> copies;
+  root->walk([&](mlir::bufferization::AllocTensorOp op) {
+    if (op.getCopy() && op.getDynamicSizes().empty()) copies.push_back(op);
+  });
+  for (auto op : copies) {
+    op.getResult().replaceAllUsesWith(op.getCopy());
+    op->erase();
+  }
+}
+
 static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
   // Without profiling the key is unchanged, so are the entries of earlier builds.
   return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|" + kPipelineVersion +
@@ -684,7 +671,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     retypeZeroSizeBoundaries(*lowered, resultAlias);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
     runPipeline(kFusePipeline, "fusion");
-    dropFusionBarriers(*lowered);
+    dropFusionBarriers(lowered->getOperation());
     unshareContractionInits(*lowered);
     writeLoopStateInPlace(*lowered);
     runPipeline(kBufferizePipeline, "bufferization");

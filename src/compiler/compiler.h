@@ -9,6 +9,7 @@
 
 namespace mlir {
 class ModuleOp;
+class Operation;
 }
 
 namespace radix::detail {
@@ -44,6 +45,12 @@ CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText,
 /// Throws radix::Error("[compile] ...") unless the options' target CPU and features are known to
 /// the host's LLVM target.
 void checkTarget(const CompileOptions& options);
+
+/// Removes the `bufferization.alloc_tensor ... copy(x)` that ops/contract.cpp and ops/conv.cpp put
+/// before a contraction's operand to keep its producer out of the contraction's fusion: once
+/// fusion is over (or before sharding, whose partitioner has no interface for them) they would
+/// only copy. dropFusionBarriers(module) turns `alloc_tensor() copy(%x)` into `%x`.
+void dropFusionBarriers(mlir::Operation* root);
 
 /// The executable that runs compiled code on CPU buffers (src/runtime/exe.cpp).
 std::shared_ptr<Executable> makeCpuExecutable(std::string mlirText, Signature signature, CompiledCode code);

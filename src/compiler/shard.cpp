@@ -363,13 +363,7 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
   if (!main) throw Error("[compile] sharded module without @main (Radix bug)");
   // Copies that keep producers out of a contraction's fusion have no sharding interface: the
   // partitioner sees the value itself.
-  std::vector<mlir::bufferization::AllocTensorOp> copies;
-  main.walk([&](mlir::bufferization::AllocTensorOp op) { copies.push_back(op); });
-  for (auto op : copies) {
-    if (!op.getCopy() || !op.getDynamicSizes().empty()) continue;
-    op.getResult().replaceAllUsesWith(op.getCopy());
-    op->erase();
-  }
+  dropFusionBarriers(main);
 
   mlir::OpBuilder b(ctx);
   unitReshapesToGenerics(main);

@@ -102,15 +102,6 @@ std::optional<Planned> planFor(mlir::func::CallOp call, mlir::func::FuncOp calle
   return p;
 }
 
-mlir::func::FuncOp kernelDecl(mlir::ModuleOp module) {
-  if (auto f = module.lookupSymbol<mlir::func::FuncOp>(kAttentionSymbol)) return f;
-  mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  auto f = mlir::func::FuncOp::create(b, module.getLoc(), kAttentionSymbol, b.getFunctionType({b.getI64Type()}, {}));
-  f.setPrivate();
-  return f;
-}
-
 void emitCall(mlir::func::CallOp call, Planned plan, mlir::func::FuncOp decl, AttentionIsa isa, int threads) {
   plan.values[kAttnThreads] = threads;
   plan.values[kAttnIsa] = static_cast<int64_t>(isa);
@@ -162,7 +153,7 @@ int lowerAttentionToKernels(mlir::ModuleOp module, const KernelTarget& target) {
   });
   if (!found.empty()) {
     const AttentionIsa isa = attentionIsaOf(target);
-    mlir::func::FuncOp decl = kernelDecl(module);
+    mlir::func::FuncOp decl = declareKernel(module, kAttentionSymbol, 1);
     for (auto& [call, plan] : found) emitCall(call, plan, decl, isa, target.threads);
   }
   for (mlir::func::FuncOp fn : marked)

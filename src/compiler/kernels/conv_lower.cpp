@@ -156,16 +156,6 @@ std::optional<ConvPlan> planFor(mlir::linalg::GenericOp op) {
   return plan;
 }
 
-mlir::func::FuncOp convDecl(mlir::ModuleOp module) {
-  if (auto f = module.lookupSymbol<mlir::func::FuncOp>(kConvSymbol)) return f;
-  mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  std::vector<mlir::Type> args(9, b.getI64Type());
-  auto f = mlir::func::FuncOp::create(b, module.getLoc(), kConvSymbol, b.getFunctionType(args, {}));
-  f.setPrivate();
-  return f;
-}
-
 std::vector<int64_t> descriptorOf(const ConvPlan& plan) {
   std::vector<int64_t> d = {kConvDescVersion,
                             static_cast<int64_t>(plan.aType) | (static_cast<int64_t>(plan.bType) << 8),
@@ -295,16 +285,6 @@ std::optional<PoolPlan> poolPlanFor(mlir::linalg::GenericOp op) {
   return plan;
 }
 
-mlir::func::FuncOp poolDecl(mlir::ModuleOp module) {
-  if (auto f = module.lookupSymbol<mlir::func::FuncOp>(kPoolSymbol)) return f;
-  mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  std::vector<mlir::Type> args(7, b.getI64Type());
-  auto f = mlir::func::FuncOp::create(b, module.getLoc(), kPoolSymbol, b.getFunctionType(args, {}));
-  f.setPrivate();
-  return f;
-}
-
 }  // namespace
 
 bool isWindowKernelOp(mlir::Operation* op) {
@@ -343,7 +323,7 @@ int lowerConvolutionsToKernels(mlir::ModuleOp module, const KernelTarget& target
   for (auto& [op, plan] : convs) {
     mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
                                op.getDpsInitOperand(0)->get()};
-    emitCall(module, op, operands, descriptorOf(plan), "__radix_conv_desc_", convDecl(module), isa, target.threads, index++);
+    emitCall(module, op, operands, descriptorOf(plan), "__radix_conv_desc_", declareKernel(module, kConvSymbol, 9), isa, target.threads, index++);
   }
   for (auto& [op, plan] : pools) {
     std::vector<int64_t> words = {kConvDescVersion, static_cast<int64_t>(plan.aType), static_cast<int64_t>(plan.op),
@@ -351,7 +331,7 @@ int lowerConvolutionsToKernels(mlir::ModuleOp module, const KernelTarget& target
     for (const auto* role : {&plan.par, &plan.window})
       for (const ConvDim& x : *role) words.insert(words.end(), {x.size, x.sa, x.sc});
     mlir::Value operands[2] = {op.getDpsInputOperand(0)->get(), op.getDpsInitOperand(0)->get()};
-    emitCall(module, op, operands, words, "__radix_pool_desc_", poolDecl(module), isa, target.threads, index++);
+    emitCall(module, op, operands, words, "__radix_pool_desc_", declareKernel(module, kPoolSymbol, 7), isa, target.threads, index++);
   }
   return index;
 }

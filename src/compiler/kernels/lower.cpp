@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "compiler/kernels/kernels.h"
@@ -177,16 +178,6 @@ std::optional<Plan> planFor(mlir::linalg::GenericOp op) {
   return plan;
 }
 
-mlir::func::FuncOp kernelDecl(mlir::ModuleOp module) {
-  if (auto f = module.lookupSymbol<mlir::func::FuncOp>(kKernelSymbol)) return f;
-  mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  std::vector<mlir::Type> args(22, b.getI64Type());
-  auto f = mlir::func::FuncOp::create(b, module.getLoc(), kKernelSymbol, b.getFunctionType(args, {}));
-  f.setPrivate();
-  return f;
-}
-
 void emitCall(mlir::linalg::GenericOp op, const Plan& plan, mlir::func::FuncOp decl, Isa isa, int threads) {
   mlir::OpBuilder b(op);
   const mlir::Location loc = op.getLoc();
@@ -197,11 +188,7 @@ void emitCall(mlir::linalg::GenericOp op, const Plan& plan, mlir::func::FuncOp d
   mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
                              op.getDpsInitOperand(0)->get()};
   mlir::Value base[3], offset[3];
-  for (int x = 0; x < 3; ++x) {
-    auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, operands[x]);
-    base[x] = toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operands[x]).getResult());
-    offset[x] = toI64(meta.getOffset());
-  }
+  for (int x = 0; x < 3; ++x) std::tie(base[x], offset[x]) = basePointerAndOffset(b, loc, operands[x]);
   // Dims the strides cannot merge: loops around the call, moving the three offsets.
   for (const Dim& l : plan.loops) {
     auto zero = mlir::arith::ConstantIndexOp::create(b, loc, 0);
@@ -242,17 +229,43 @@ void emitCall(mlir::linalg::GenericOp op, const Plan& plan, mlir::func::FuncOp d
 
 }  // namespace
 
+mlir::func::FuncOp declareKernel(mlir::ModuleOp module, const char* name, unsigned args) {
+  if (auto f = module.lookupSymbol<mlir::func::FuncOp>(name)) return f;
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto f = mlir::func::FuncOp::create(b, module.getLoc(), name,
+                                      b.getFunctionType(std::vector<mlir::Type>(args, b.getI64Type()), {}));
+  f.setPrivate();
+  return f;
+}
+
+std::pair<mlir::Value, mlir::Value> basePointerAndOffset(mlir::OpBuilder& b, mlir::Location loc, mlir::Value memref) {
+  auto toI64 = [&](mlir::Value index) { return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult(); };
+  auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  return {toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref).getResult()),
+          toI64(meta.getOffset())};
+}
+
+mlir::Value filledValue(mlir::Operation* op) {
+  auto g = mlir::dyn_cast_or_null<mlir::linalg::GenericOp>(op);
+  if (!g || g.getNumDpsInputs() != 0 || g.getNumDpsInits() != 1) return {};
+  auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(g.getBody()->getTerminator());
+  if (!yield || &g.getBody()->front() != yield.getOperation() || yield->getNumOperands() != 1 ||
+      mlir::isa<mlir::BlockArgument>(yield->getOperand(0)))
+    return {};
+  return yield->getOperand(0);
+}
+
 int lowerZeroFillsToMemset(mlir::ModuleOp module, int threads) {
   std::vector<mlir::linalg::GenericOp> fills;
   module.walk([&](mlir::linalg::GenericOp op) {
-    if (op.getNumDpsInputs() != 0 || op.getNumDpsInits() != 1 || op->getNumResults() != 0) return;
+    const mlir::Value filled = filledValue(op);
+    if (!filled || op->getNumResults() != 0) return;
     auto type = mlir::dyn_cast<mlir::MemRefType>(op.getDpsInitOperand(0)->get().getType());
     if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() || type.getNumElements() == 0) return;
     if (!type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() % 8 != 0) return;
     if (!op.getIndexingMapsArray()[0].isIdentity()) return;
-    auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(op.getBody()->getTerminator());
-    if (&op.getBody()->front() != yield.getOperation() || yield->getNumOperands() != 1) return;
-    auto cst = yield->getOperand(0).getDefiningOp<mlir::arith::ConstantOp>();
+    auto cst = filled.getDefiningOp<mlir::arith::ConstantOp>();
     if (!cst) return;
     bool zero = false;
     if (auto f = mlir::dyn_cast<mlir::FloatAttr>(cst.getValue())) zero = f.getValue().bitcastToAPInt().isZero();
@@ -260,25 +273,16 @@ int lowerZeroFillsToMemset(mlir::ModuleOp module, int threads) {
     if (zero) fills.push_back(op);
   });
   if (fills.empty()) return 0;
-  mlir::func::FuncOp decl = module.lookupSymbol<mlir::func::FuncOp>("radix_kernel_zero");
-  if (!decl) {
-    mlir::OpBuilder b(module.getContext());
-    b.setInsertionPointToStart(module.getBody());
-    decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_kernel_zero",
-                                      b.getFunctionType(std::vector<mlir::Type>(4, b.getI64Type()), {}));
-    decl.setPrivate();
-  }
+  mlir::func::FuncOp decl = declareKernel(module, "radix_kernel_zero", 4);
   for (mlir::linalg::GenericOp op : fills) {
     mlir::OpBuilder b(op);
     const mlir::Location loc = op.getLoc();
     mlir::Value buffer = op.getDpsInitOperand(0)->get();
     auto type = mlir::cast<mlir::MemRefType>(buffer.getType());
     const int64_t elementBytes = type.getElementTypeBitWidth() / 8;
-    auto toI64 = [&](mlir::Value index) { return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult(); };
     auto i64 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64).getResult(); };
-    auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, buffer);
-    mlir::Value base = toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer).getResult());
-    mlir::Value offset = mlir::arith::MulIOp::create(b, loc, toI64(meta.getOffset()), i64(elementBytes));
+    auto [base, elements] = basePointerAndOffset(b, loc, buffer);
+    mlir::Value offset = mlir::arith::MulIOp::create(b, loc, elements, i64(elementBytes));
     mlir::func::CallOp::create(b, loc, decl,
                                mlir::ValueRange{base, offset, i64(type.getNumElements() * elementBytes), i64(threads)});
     op.erase();
@@ -308,7 +312,7 @@ int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target
   });
   if (found.empty()) return 0;
   const Isa isa = isaOf(target);
-  mlir::func::FuncOp decl = kernelDecl(module);
+  mlir::func::FuncOp decl = declareKernel(module, kKernelSymbol, 22);
   for (auto& [op, plan] : found) emitCall(op, plan, decl, isa, target.threads);
   return static_cast<int>(found.size());
 }

@@ -2,15 +2,20 @@
 // After bufferization: linalg contractions -> calls into the kernel library (kernels.h).
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/kernels/kernels.h"
 
-#include "compiler/kernels/kernels.h"
-
 namespace mlir {
+class Location;
 class ModuleOp;
+class OpBuilder;
 class Operation;
+class Value;
+namespace func {
+class FuncOp;
+}
 }
 
 namespace radix::kernels {
@@ -25,6 +30,18 @@ struct KernelTarget {
 /// operands, each maybe widened by arith.extf in the body) with a call to
 /// radix_kernel_contract for the target's ISA. Returns how many were replaced.
 int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target);
+
+/// The private declaration of the kernel symbol `name` (taking `args` i64 values) in `module`,
+/// created on first use. declareKernel(m, "radix_kernel_zero", 4) -> func.func private @radix_kernel_zero(i64 x 4)
+mlir::func::FuncOp declareKernel(mlir::ModuleOp module, const char* name, unsigned args);
+
+/// A buffer as a kernel call passes it: its aligned base address and its offset in elements,
+/// both i64. basePointerAndOffset(b, loc, memref<4x8xf32, strided<[8, 1], offset: 3>>) -> (base, 3)
+std::pair<mlir::Value, mlir::Value> basePointerAndOffset(mlir::OpBuilder& b, mlir::Location loc, mlir::Value memref);
+
+/// The value a fill writes, on tensors or buffers: a linalg.generic with no inputs and one init
+/// whose body only yields a value from outside it (a generalized linalg.fill); else null.
+mlir::Value filledValue(mlir::Operation* op);
 
 /// Replaces each zero fill of a whole contiguous buffer (a linalg.generic with no inputs that
 /// yields a constant whose bits are all zero) with a call to radix_kernel_zero (a memset).

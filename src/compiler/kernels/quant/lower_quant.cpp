@@ -200,16 +200,6 @@ std::optional<Dequantize> dequantizeOf(mlir::linalg::GenericOp op) {
   return d;
 }
 
-mlir::func::FuncOp qkernelDecl(mlir::ModuleOp module) {
-  if (auto f = module.lookupSymbol<mlir::func::FuncOp>(kQKernelSymbol)) return f;
-  mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  std::vector<mlir::Type> args(kQKernelArgs, b.getI64Type());
-  auto f = mlir::func::FuncOp::create(b, module.getLoc(), kQKernelSymbol, b.getFunctionType(args, {}));
-  f.setPrivate();
-  return f;
-}
-
 // C += X · Wᵀ where input `wi` of `op` is (a view of) the dequantized buffer: replaced by a call.
 bool lowerOne(mlir::linalg::GenericOp op, unsigned wi, const Dequantize& d, mlir::func::FuncOp decl, int64_t isa,
               int threads) {
@@ -245,10 +235,7 @@ bool lowerOne(mlir::linalg::GenericOp op, unsigned wi, const Dequantize& d, mlir
     return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
   };
   auto pointer = [&](mlir::Value m) -> std::pair<mlir::Value, mlir::Value> {
-    if (!m) return {i64(0), i64(0)};
-    auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, m);
-    return {toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, m).getResult()),
-            toI64(meta.getOffset())};
+    return m ? basePointerAndOffset(b, loc, m) : std::pair<mlir::Value, mlir::Value>{i64(0), i64(0)};
   };
   auto [xBase, xOffset] = pointer(x);
   auto [cBase, cOffset] = pointer(c);
@@ -371,7 +358,7 @@ int lowerQuantContractions(mlir::ModuleOp module, const KernelTarget& target) {
             lastWriterBefore(*d, generic, buffers))
           readers.emplace_back(generic, use.getOperandNumber());
     for (auto& [reader, wi] : readers) {
-      if (!decl) decl = qkernelDecl(module);
+      if (!decl) decl = declareKernel(module, kQKernelSymbol, kQKernelArgs);
       if (lowerOne(reader, wi, *d, decl, isaArg, target.threads)) ++lowered;
     }
     if (!hasReaders(*d)) eraseWithBuffer(*d);
