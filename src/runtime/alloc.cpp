@@ -1,40 +1,34 @@
 // The allocator of compiled code (finalize-memref-to-llvm{use-generic-functions} calls these):
-// blocks of 1 MiB and more are kept when freed and handed to the next allocation of the same
-// size, as the runtime's buffer pool does for results. A fresh large block is an mmap and a page
-// fault per 4 KiB on first touch, which cost a Llama prefill 10% of its time in zero fills.
-// Pointers stay plain (no header), so a block freed with std::free is still freed correctly.
+// blocks of 1 MiB and more come from and go back to the runtime's buffer pool (buffer_pool.h), so
+// a large temporary is not a fresh mmap with a page fault per 4 KiB on first touch, which cost a
+// Llama prefill 10% of its time in zero fills. Pointers stay plain (no header), so a block freed
+// with std::free is still freed correctly.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <unordered_map>
 
+#include "runtime/buffer_pool.h"
+
 namespace {
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RADIX_NO_CODE_POOL 1  // AddressSanitizer sees every reuse
-#endif
-#endif
+using radix::detail::allocatedBytes;
+using radix::detail::BufferPool;
+using radix::detail::bufferPool;
 
-constexpr size_t kMinPooled = size_t(1) << 20;
-constexpr size_t kMaxKept = size_t(1) << 30;
-constexpr size_t kPage = 4096;
+constexpr size_t kPoolAlignment = 64;  // what the pool's blocks are aligned to (host.cpp's Storage)
 
-struct CodePool {
+// The pooled-size blocks handed out, by their allocated size (free gets only the pointer).
+struct Live {
   std::mutex mutex;
-  std::unordered_map<void*, size_t> live;  // pooled-size blocks handed out, by their rounded size
-  std::multimap<size_t, void*> kept;
-  size_t keptBytes = 0;
+  std::unordered_map<void*, size_t> bytes;
 };
 
-CodePool& pool() {
-  static CodePool* p = new CodePool;  // never destroyed: compiled code may run during exit
-  return *p;
+Live& live() {
+  static Live* l = new Live;  // never destroyed: compiled code may run during exit
+  return *l;
 }
-
-size_t roundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
@@ -42,24 +36,13 @@ extern "C" {
 
 void* _mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size) {
   const size_t align = std::max<size_t>(alignment, 16);
-  if (size < kMinPooled || align > kPage) return std::aligned_alloc(align, roundUp(std::max<size_t>(size, 1), align));
-  const size_t bytes = roundUp(size, kPage);
-  CodePool& p = pool();
-  {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    auto it = p.kept.find(bytes);
-    if (it != p.kept.end()) {
-      void* block = it->second;
-      p.kept.erase(it);
-      p.keptBytes -= bytes;
-      p.live.emplace(block, bytes);
-      return block;
-    }
-  }
-  void* block = std::aligned_alloc(kPage, bytes);
-  if (block) {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    p.live.emplace(block, bytes);
+  if (align > kPoolAlignment) return std::aligned_alloc(align, (std::max<size_t>(size, 1) + align - 1) / align * align);
+  const size_t bytes = allocatedBytes(size);
+  void* block = bufferPool().take(bytes);
+  if (!block) block = std::aligned_alloc(kPoolAlignment, bytes);
+  if (block && bytes >= BufferPool::kMinBytes) {
+    std::lock_guard<std::mutex> lock(live().mutex);
+    live().bytes.emplace(block, bytes);
   }
   return block;
 }
@@ -68,23 +51,16 @@ void* _mlir_memref_to_llvm_alloc(uint64_t size) { return _mlir_memref_to_llvm_al
 
 void _mlir_memref_to_llvm_free(void* block) {
   if (!block) return;
-  CodePool& p = pool();
+  size_t bytes = 0;
   {
-    std::lock_guard<std::mutex> lock(p.mutex);
-    auto it = p.live.find(block);
-    if (it != p.live.end()) {
-      const size_t bytes = it->second;
-      p.live.erase(it);
-#ifndef RADIX_NO_CODE_POOL
-      if (p.keptBytes + bytes <= kMaxKept) {
-        p.kept.emplace(bytes, block);
-        p.keptBytes += bytes;
-        return;
-      }
-#endif
+    std::lock_guard<std::mutex> lock(live().mutex);
+    auto it = live().bytes.find(block);
+    if (it != live().bytes.end()) {
+      bytes = it->second;
+      live().bytes.erase(it);
     }
   }
-  std::free(block);
+  if (bytes == 0 || !bufferPool().give(block, bytes)) std::free(block);
 }
 
 }  // extern "C"

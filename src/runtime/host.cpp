@@ -19,70 +19,17 @@
 #include "radix/detail/trace.h"
 #include "radix/detail/visit.h"
 #include "radix/tensor.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/mpi.h"
 #include "runtime/runtime.h"
 
 namespace radix {
 namespace detail {
 
-namespace {
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RADIX_NO_BUFFER_POOL 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define RADIX_NO_BUFFER_POOL 1
-#endif
-
-/// Freed large buffers, kept for the next buffer of the same size. A fresh 64 MB result is an
-/// mmap and 16k page faults (about 30 ms), more than most kernels take, and a model calls with
-/// the same shapes again and again. Off under AddressSanitizer, so that it still sees reuse.
-class BufferPool {
- public:
-  static constexpr size_t kMinBytes = size_t(1) << 20;
-  static constexpr size_t kMaxKeptBytes = size_t(1) << 30;
-
-  void* take(size_t bytes) {
-    if (bytes < kMinBytes) return nullptr;
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.find(bytes);
-    if (it == free_.end()) return nullptr;
-    void* p = it->second;
-    free_.erase(it);
-    kept_ -= bytes;
-    return p;
-  }
-
-  /// False when the buffer should be freed instead.
-  bool give(void* p, size_t bytes) {
-#ifdef RADIX_NO_BUFFER_POOL
-    return false;
-#else
-    if (bytes < kMinBytes) return false;
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (kept_ + bytes > kMaxKeptBytes) return false;
-    free_.emplace(bytes, p);
-    kept_ += bytes;
-    return true;
-#endif
-  }
-
- private:
-  std::mutex mutex_;
-  std::multimap<size_t, void*> free_;
-  size_t kept_ = 0;
-};
-
 BufferPool& bufferPool() {
   static BufferPool* pool = new BufferPool;  // never destroyed: buffers may die after static destructors
   return *pool;
 }
-
-size_t allocatedBytes(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
-
-}  // namespace
 
 std::atomic<uint64_t> storageGenerations{0};
 
