@@ -1,12 +1,15 @@
 // The radix CLI's shared pieces (tools/cli.h): model options and loading.
 #include "cli.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <span>
 
+#include "radix/collectives.h"
 #include "radix/io.h"
+#include "radix/module.h"
 #include "radix/tokenizer.h"
 
 extern "C" {
@@ -27,6 +30,13 @@ DType parseDtype(std::string_view verb, std::string_view flag, std::string_view 
 
 Platform platformWith(int threads) {
   Platform cpu = Platform::cpu();
+  // Under mpirun -np N the processes run one tensor-parallel model (docs/sharding.md); only the
+  // first prints.
+  if (const int ranks = cpu.processCount(); ranks > 1) {
+    cpu = cpu.withSharding({.numPartitions = ranks});
+    if (cpu.processIndex() != 0 && !std::freopen("/dev/null", "w", stdout))
+      throw Error("[platform] cannot silence rank " + std::to_string(cpu.processIndex()) + "'s stdout");
+  }
   CompileOptions options = cpu.options();
   options.threads = threads;
   return cpu.withOptions(options);
@@ -55,6 +65,17 @@ void checkRunOptions(const std::string& verb, RunOptions& o) {
   if (o.sampling.topK < 0) throw UsageError{v + "--top-k must be >= 0"};
   if (!(o.sampling.topP > 0 && o.sampling.topP <= 1)) throw UsageError{v + "--top-p must be in (0, 1]"};
   if (!o.seeded) o.sampling.seed = std::random_device{}();
+  // A tensor-parallel job samples the same tokens on every rank: rank 0's seed.
+  const Platform cpu = platformWith(o.threads);
+  if (!o.seeded && cpu.processCount() > 1) {
+    const bool first = cpu.processIndex() == 0;
+    const std::vector<int32_t> halves = {first ? static_cast<int32_t>(o.sampling.seed & 0xffff) : 0,
+                                         first ? static_cast<int32_t>((o.sampling.seed >> 16) & 0xffff) : 0};
+    const Tensor mine = Tensor::fromValues(cpu, Shape({2}, DType::i32), halves);
+    const std::vector<int32_t> seed =
+        compile(cpu, [](const Tensor& t) { return allReduce(t, ReduceOp::sum); }, mine)(mine).toVector<int32_t>();
+    o.sampling.seed = static_cast<uint64_t>(seed[0]) | static_cast<uint64_t>(seed[1]) << 16;
+  }
 }
 
 namespace {

@@ -127,11 +127,12 @@ int cli::generateCommand(Args& args) {
   }
   std::printf("\n");
   std::fflush(stdout);
-  std::fprintf(stderr, "\n[generate] %s, %s, load %.2f s; prompt: %lld tokens, %.2f tok/s; generation: %lld tokens, %.2f tok/s\n",
-               lm.architecture().c_str(), dtypesText(lm).c_str(), loadSeconds, static_cast<long long>(stats.promptTokens),
-               stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0,
-               static_cast<long long>(stats.generatedTokens),
-               stats.generateSeconds > 0 ? stats.decodeSteps / stats.generateSeconds : 0.0);
+  if (Platform::cpu().processIndex() == 0)  // one line for a tensor-parallel job
+    std::fprintf(stderr, "\n[generate] %s, %s, load %.2f s; prompt: %lld tokens, %.2f tok/s; generation: %lld tokens, %.2f tok/s\n",
+                 lm.architecture().c_str(), dtypesText(lm).c_str(), loadSeconds, static_cast<long long>(stats.promptTokens),
+                 stats.promptSeconds > 0 ? stats.promptTokens / stats.promptSeconds : 0.0,
+                 static_cast<long long>(stats.generatedTokens),
+                 stats.generateSeconds > 0 ? stats.decodeSteps / stats.generateSeconds : 0.0);
   return 0;
 }
 
@@ -159,6 +160,12 @@ std::string paramsText(double n) {
   if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.2f B", n / 1e9);
   else std::snprintf(buf, sizeof buf, "%.2f M", n / 1e6);
   return buf;
+}
+
+/// The family, and the ranks of a tensor-parallel job: "llama", "llama tp2".
+std::string modelName(const models::LanguageModel& lm) {
+  const int ranks = Platform::cpu().processCount();
+  return lm.architecture() + (ranks > 1 ? " tp" + std::to_string(ranks) : "");
 }
 
 int listNumber(std::string_view flag, std::string_view text) {
@@ -237,7 +244,7 @@ int benchImpl(Args& args) {
         double mean = 0, var = 0;
         for (double x : rates) mean += x / static_cast<double>(rates.size());
         for (double x : rates) var += (x - mean) * (x - mean) / std::max<double>(1, static_cast<double>(rates.size()) - 1);
-        std::printf("| %s | %s | %s | %s | %d | %s%lld | %.2f ± %.2f |\n", lm.architecture().c_str(),
+        std::printf("| %s | %s | %s | %s | %d | %s%lld | %.2f ± %.2f |\n", modelName(lm).c_str(),
                     sizeText(static_cast<double>(lm.weightBytes())).c_str(),
                     paramsText(static_cast<double>(lm.parameters())).c_str(), lm.weightType().c_str(), t, kind,
                     static_cast<long long>(count), mean, std::sqrt(var));

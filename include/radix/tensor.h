@@ -130,6 +130,11 @@ class Tensor {
   /// This process's shard only, converted as toVector (the whole tensor when it is not sharded).
   template <class T>
   std::vector<T> localToVector() const;
+  /// This process's shard as a tensor of its own: the local shape, no sharding flags, the same
+  /// buffer (no copy). Per-process code (explicit collectives, a tensor-parallel model) takes
+  /// its weights this way. An unsharded tensor is returned as is.
+  /// {8,4} sharded on 0 over 2 .local() -> {4,4}
+  Tensor local() const;
 
   /// Same data, new tags: {2,8}.withTags({"b","d"}) -> {b=2,d=8}
   Tensor withTags(std::initializer_list<Tag> tags) const;

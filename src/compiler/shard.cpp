@@ -357,6 +357,16 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
                            const RunPipeline& runPipeline) {
   mlir::MLIRContext* ctx = module.getContext();
   ctx->getOrLoadDialect<mlir::shard::ShardDialect>();
+  // Nothing sharded and no collectives (a tensor-parallel model's sampler): every process runs
+  // the whole program on its own replicated values.
+  bool anySharded = false;
+  for (const std::vector<Shape>* shapes : {&signature.argShapes, &signature.resultShapes})
+    for (const Shape& s : *shapes) anySharded |= s.shardingMask() != 0;
+  bool anyCollective = false;
+  module.walk([&](mlir::Operation* op) {
+    anyCollective |= op->getDialect() && op->getDialect()->getNamespace() == "shard";
+  });
+  if (!anySharded && !anyCollective) return;
   // Propagation sees one function, with elementwise ops as linalg (which has the sharding interface).
   runPipeline("inline,symbol-dce,convert-elementwise-to-linalg,canonicalize,cse", "sharding preparation");
   auto main = module.lookupSymbol<mlir::func::FuncOp>(kMain);

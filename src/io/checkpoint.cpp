@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "io/io.h"
+#include "radix/detail/trace.h"
 #include "runtime/runtime.h"
 
 namespace radix::io {
@@ -547,6 +548,21 @@ bool convertHalves(DType from, DType to, const uint8_t* src, uint8_t* dst, size_
   return true;
 }
 
+// n floats from one dtype to another; src may have any alignment.
+void convertFloats(DType from, DType to, const uint8_t* src, uint8_t* dst, size_t n, ProgressBar* bar) {
+  if (convertHalves(from, to, src, dst, n, bar)) return;
+  constexpr size_t kChunk = 1 << 16;
+  std::vector<double> values(kChunk);
+  std::vector<uint8_t> aligned(kChunk * 8);
+  for (size_t k = 0; k < n; k += kChunk) {
+    const size_t m = std::min(kChunk, n - k);
+    std::memcpy(aligned.data(), src + k * sizeOf(from), m * sizeOf(from));
+    radix::detail::decodeValues<double>(from, aligned.data(), values.data(), m);
+    radix::detail::encodeValues<double>(to, values.data(), dst + k * sizeOf(to), m);
+    if (bar) bar->advance(m * sizeOf(from));
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -616,20 +632,50 @@ Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform,
                                  std::free);
   if (!owned) throw Error("[checkpoint] out of memory converting " + what + " to " + std::string(name(to)));
   uint8_t* out = owned.get();
-  if (!convertHalves(from, to, data, out, static_cast<size_t>(stored.count()), bar)) {
-    constexpr size_t kChunk = 1 << 16;
-    std::vector<double> values(kChunk);
-    std::vector<uint8_t> aligned(kChunk * 8);
-    const size_t n = static_cast<size_t>(stored.count());
-    for (size_t k = 0; k < n; k += kChunk) {
-      const size_t m = std::min(kChunk, n - k);
-      std::memcpy(aligned.data(), data + k * sizeOf(from), m * sizeOf(from));  // any alignment
-      radix::detail::decodeValues<double>(from, aligned.data(), values.data(), m);
-      radix::detail::encodeValues<double>(to, values.data(), out + k * sizeOf(to), m);
-      if (bar) bar->advance(m * sizeOf(from));
-    }
-  }
+  convertFloats(from, to, data, out, static_cast<size_t>(stored.count()), bar);
   return Tensor::fromExternal(platform, shape, out, std::move(owned));
+}
+
+Tensor loadShard(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want,
+                 const Shape& global, int64_t axis, int parts, int part, ProgressBar* bar) {
+  const TensorInfo& t = impl.tensors[i];
+  const bool packed = t.quant != QuantType::none && (!want || *want == DType::u8);
+  // The stored row-major array the shard is cut from: the tensor's bytes as they are (packed
+  // blocks, or floats in the stored dtype), or a decoded copy of quantized blocks.
+  Tensor decoded;
+  const uint8_t* src = impl.data[i];
+  std::vector<int64_t> dims = t.dims;
+  DType from = packed ? DType::u8 : t.dtype.value_or(DType::f32);
+  if (packed) {
+    checkBlocks(t.quant, {src, static_cast<size_t>(t.bytes)}, t.name);
+    dims = global.dims();
+  } else if (t.quant != QuantType::none) {
+    decoded = loadBlocks(impl, i, platform, want, nullptr);
+    src = static_cast<const uint8_t*>(decoded.bufferAddress());
+    from = *want;
+  } else if (!t.dtype) {
+    return loadOne(impl, i, platform, want, bar);  // its error
+  }
+  const DType to = packed ? DType::u8 : want.value_or(from);
+  if (!packed && from != to && (!isFloat(from) || !isFloat(to)))
+    return loadOne(impl, i, platform, want, bar);  // its error
+  size_t outer = 1, inner = sizeOf(from) * static_cast<size_t>(dims[axis] / parts);
+  for (int64_t d = 0; d < axis; ++d) outer *= static_cast<size_t>(dims[d]);
+  for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) inner *= static_cast<size_t>(dims[d]);
+  const size_t localCount = outer * inner / sizeOf(from);
+  std::vector<uint8_t> slice(outer * inner);
+  for (size_t o = 0; o < outer; ++o)
+    std::memcpy(slice.data() + o * inner, src + (o * static_cast<size_t>(parts) + static_cast<size_t>(part)) * inner, inner);
+  if (bar) bar->advance(t.bytes / static_cast<uint64_t>(parts));
+  auto buffer = std::make_shared<radix::detail::DeviceBuffer>();
+  buffer->storage = std::make_shared<radix::detail::Storage>(localCount * sizeOf(to));
+  if (from == to) std::memcpy(buffer->storage->data, slice.data(), slice.size());
+  else convertFloats(from, to, slice.data(), static_cast<uint8_t*>(buffer->storage->data), localCount, nullptr);
+  buffer->partitions = parts;
+  std::vector<Tag> tags;
+  for (int64_t a = 0; a < global.rank(); ++a) tags.push_back(global.tag(a));
+  const Shape shape = Shape(global.dims(), to).withTags(tags);
+  return radix::detail::TensorAccess::bound(shape, std::move(buffer), Memory::device).withSharding({axis});
 }
 
 std::span<const uint8_t> Checkpoint::bytes(std::string_view name) const {

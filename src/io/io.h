@@ -76,5 +76,12 @@ std::string dimsStr(const std::vector<int64_t>& dims);
 /// Tensor i of `impl` on `platform`: bound zero-copy when `want` is its stored dtype (or
 /// absent), else converted; advances `bar` (may be null) by its bytes.
 Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar);
+/// This process's shard of stored tensor i for a placeholder `global` (the stored dims, or the
+/// packed u8 {rows, rowBytes} of quantized blocks) sharded on `axis` over `parts`: only that
+/// block of the axis is copied out of the mapping (and converted to `want`); the result is a
+/// sharded tensor of the global shape (Tensor::fromShard's layout). The caller checks that parts
+/// divides the axis (and, for packed blocks split along a row, that blocks are not cut).
+Tensor loadShard(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want,
+                 const Shape& global, int64_t axis, int parts, int part, ProgressBar* bar);
 
 }  // namespace radix::io

@@ -94,6 +94,8 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
   std::vector<std::string> extras, pytorchOnly;
   LoadReport report;
   std::vector<size_t> found(leaves.size(), SIZE_MAX);
+  // Sharded placeholders on a platform partitioned over processes load this process's block only.
+  const int partitions = radix::detail::shardedAcrossProcesses(platform) ? platform.sharding().numPartitions : 1;
   std::vector<bool> claimed(impl.tensors.size(), false);
   uint64_t total = 0;
   for (size_t l = 0; l < leaves.size(); ++l) {
@@ -117,6 +119,13 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
     }
     claimed[index] = true;
     const TensorInfo& t = impl.tensors[index];
+    const int64_t shardAxis = partitions > 1 ? radix::detail::shardedAxis(want, "load") : -1;
+    if (shardAxis >= 0 && want.dim(shardAxis) % partitions != 0) {
+      problems.push_back("shard: " + leaf.path + " " + want.str() + ": axis " + std::to_string(shardAxis) + " of size " +
+                         std::to_string(want.dim(shardAxis)) + " is sharded over " + std::to_string(partitions) +
+                         " partitions, which do not divide it");
+      continue;
+    }
     if (t.quant != QuantType::none) {
       // Packed blocks for a u8 {rows, rowBytes} placeholder (a quantized nn::Linear/Embedding),
       // else decoded on the host into a float placeholder of the logical dims.
@@ -128,6 +137,14 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
         problems.push_back("shape: \"" + t.name + "\" for " + leaf.path + ": the model expects " + dimsStr(want.dims()) + " (" +
                            want.str() + "), the checkpoint has " + dimsStr(t.dims) + " " + t.type + " (packed " +
                            dimsStr(packed) + " u8)");
+        continue;
+      }
+      if (partitions > 1 && asBlocks && want.isSharded(1) && t.dims.size() == 2 &&
+          t.dims[1] % (partitions * blockElems(t.quant)) != 0) {
+        problems.push_back("shard: \"" + t.name + "\" for " + leaf.path + " is " + t.type + " " + dimsStr(t.dims) +
+                           ": splitting its rows of " + std::to_string(t.dims[1]) + " over " + std::to_string(partitions) +
+                           " partitions would cut its " + std::to_string(blockElems(t.quant)) +
+                           "-element blocks (shard the other axis, or load it as floats)");
         continue;
       }
       found[l] = index;
@@ -186,10 +203,18 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
     std::optional<DType> dtype;
     if (t.quant != QuantType::none) dtype = want.dtype();
     else if (spec.dtype && isFloat(*t.dtype)) dtype = spec.dtype;
+    const int64_t shardAxis = partitions > 1 ? radix::detail::shardedAxis(want, "load") : -1;
+    if (shardAxis >= 0) {
+      loaded[l] = loadShard(impl, found[l], platform, dtype, want, shardAxis, partitions, platform.partitionIndex(), &bar);
+      continue;
+    }
     Tensor x = loadOne(impl, found[l], platform, dtype, &bar);
     std::vector<Tag> tags;
     for (int64_t a = 0; a < want.rank(); ++a) tags.push_back(want.tag(a));
-    loaded[l] = x.withTags(tags);
+    x = x.withTags(tags);
+    for (int64_t a = 0; a < want.rank(); ++a)
+      if (want.isSharded(a)) x = x.withSharding({a});
+    loaded[l] = x;
   }
   for (size_t l = 0; l < leaves.size(); ++l) *leaves[l].tensor = std::move(loaded[l]);
   return report;

@@ -210,7 +210,7 @@ std::shared_ptr<LanguageModel::Impl> loadFamily(const Platform& platform, const 
   std::shared_ptr<LanguageModel::Impl> impl =
       makeImpl(platform, loadModel(platform, checkpoint, options.dtype, options.compute, extra));
   impl->vocab = d.vocab, impl->maxContext = d.positions, impl->layers = d.layers;
-  impl->kvHeads = d.kvHeads, impl->headDim = d.headDim;
+  impl->kvHeads = d.kvHeads / tensorParallel(platform), impl->headDim = d.headDim;  // this process's heads
   return impl;
 }
 

@@ -526,6 +526,16 @@ Shape Tensor::localShape() const {
   return buffer_ ? detail::localShape(shape_, buffer_->partitions, "localShape") : shape_;
 }
 
+Tensor Tensor::local() const {
+  if (!buffer_) throw Error("[local] " + str() + " is not bound to a buffer (traced values live inside compile)");
+  if (buffer_->partitions <= 1) return *this;
+  detail::liveStorage(*buffer_, "local", shape_);  // throws when donated
+  auto buffer = std::make_shared<DeviceBuffer>();
+  buffer->storage = buffer_->storage;
+  buffer->memory = buffer_->memory;
+  return detail::TensorAccess::bound(localShape(), std::move(buffer), buffer_->memory);
+}
+
 template <class T>
 std::vector<T> Tensor::localToVector() const {
   if (!buffer_) throw Error("[localToVector] " + str() + " is not bound to a buffer (traced values live inside compile)");

@@ -196,4 +196,104 @@ inline Tensor embeddingTable(const nn::Embedding& e, DType dtype) {
                      e.weight.shape().isTagged() ? e.weight.shape().tag(1) : Tag("d")});
 }
 
+/// The partitions of tensor parallelism on `platform`: numPartitions on a platform sharded over
+/// processes (docs/sharding.md), else 1. Under `mpirun -np 2`:
+/// tensorParallel(cpu.withSharding({.numPartitions = 2})) -> 2
+inline int tensorParallel(const Platform& platform) {
+  const Sharding& s = platform.sharding();
+  return s.enabled && s.numPartitions > 1 ? s.numPartitions : 1;
+}
+
+namespace internal {
+inline int64_t axisTagged(const Tensor& t, Tag tag, int64_t fallback) {
+  const int64_t a = t.shape().hasTag(tag);
+  return a >= 0 ? a : fallback;
+}
+
+/// Visits every Tensor leaf of a model struct and makes it this process's shard (Tensor::local).
+struct Localize {
+  void tensor(Tensor& t) {
+    if (t.isBound()) t = t.local();
+  }
+  template <class T>
+  void value(T&) {}
+  void size(size_t) {}
+};
+}  // namespace internal
+
+/// Marks a Linear placeholder column-parallel (Megatron): its output axis, and its bias, are
+/// split over the partitions; each process computes its block of the outputs.
+/// shardColumns(q_proj)  // weight {hq=256,d=64} sharded on hq
+inline void shardColumns(nn::Linear& l) {
+  l.weight = l.weight.withSharding({internal::axisTagged(l.weight, l.out, 0)});
+  if (l.bias) l.bias = l.bias->withSharding({0});
+}
+
+/// Marks a Linear placeholder row-parallel: its input axis is split over `parts` partitions,
+/// each process multiplies its block of the inputs, and the partial products are summed
+/// (nn::Linear::rowParallel, set by localizeTensorParallel); the bias is not split. A quantized
+/// weight whose rows would be cut inside a block is loaded as `dtype` floats instead.
+/// shardRows(o_proj, 2, DType::f32)  // weight {d=64,a=256} sharded on a
+inline void shardRows(nn::Linear& l, int parts, DType dtype) {
+  if (l.quant != QuantType::none && l.cols % (parts * blockElems(l.quant)) != 0) {
+    const Shape& packed = l.weight.shape();
+    Shape floats = Shape({packed.dim(0), l.cols}, dtype);
+    l.weight = Tensor(packed.isTagged() ? floats.withTags({packed.tag(0), packed.tag(1)}) : floats);
+    l.quant = QuantType::none;
+    l.cols = 0;
+  }
+  l.weight = l.weight.withSharding({internal::axisTagged(l.weight, l.in, 1)});
+  l.rowParallel = true;
+}
+
+/// After loadInto of a model whose placeholders were sharded (shardColumns / shardRows): every
+/// weight becomes this process's block (Tensor::local), row-parallel layers take their local
+/// input width. The model is then per-process code whose row-parallel layers all-reduce.
+/// localizeTensorParallel(m, 2)
+template <class Model>
+void localizeTensorParallel(Model& model, int parts) {
+  internal::Localize v;
+  radix::detail::visitLeaves(v, model);
+  forEachLayer(model, [&](const std::string&, auto& layer) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(layer)>, nn::Linear>)
+      if (layer.rowParallel && layer.quant != QuantType::none) layer.cols /= parts;
+  });
+}
+
+/// Throws "[family] tensor parallel over N processes needs ..." unless `parts` divides every
+/// count: checkTensorParallel("llama", 2, {{"heads", 4}, {"kv heads", 2}, {"ffn", 176}})
+inline void checkTensorParallel(const std::string& family, int parts,
+                                std::initializer_list<std::pair<const char*, int64_t>> counts) {
+  for (const auto& [what, n] : counts)
+    if (n % parts != 0)
+      throw Error("[" + family + "] tensor parallel over " + std::to_string(parts) + " processes needs " + what + " (" +
+                  std::to_string(n) + ") divisible by " + std::to_string(parts));
+}
+
+/// The `part`-th of `parts` blocks of each of `groups` equal runs of `axis`, concatenated: the
+/// rows or columns of a fused projection (GPT-2's c_attn, q|k|v) that hold this process's heads.
+/// A host copy of a bound tensor, unsharded. takeGroupedShard(cpu, c_attn {d=64,qkv=192}, 1, 3, 0, 2) -> {d=64,qkv=96}
+inline Tensor takeGroupedShard(const Platform& platform, const Tensor& full, int64_t axis, int64_t groups, int part,
+                               int parts) {
+  const Shape& s = full.shape();
+  const int64_t block = s.dim(axis) / groups, piece = block / parts;
+  size_t outer = 1, inner = sizeOf(s.dtype());
+  for (int64_t d = 0; d < axis; ++d) outer *= static_cast<size_t>(s.dim(d));
+  for (int64_t d = axis + 1; d < s.rank(); ++d) inner *= static_cast<size_t>(s.dim(d));
+  const std::vector<uint8_t> bytes = full.toBytes();
+  std::vector<uint8_t> out;
+  out.reserve(bytes.size() / static_cast<size_t>(parts));
+  for (size_t o = 0; o < outer; ++o)
+    for (int64_t g = 0; g < groups; ++g) {
+      const size_t begin = (o * static_cast<size_t>(s.dim(axis)) + static_cast<size_t>(g * block + part * piece)) * inner;
+      out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(begin),
+                 bytes.begin() + static_cast<std::ptrdiff_t>(begin + static_cast<size_t>(piece) * inner));
+    }
+  std::vector<int64_t> dims = s.dims();
+  dims[static_cast<size_t>(axis)] /= parts;
+  std::vector<Tag> tags;
+  for (int64_t a = 0; a < s.rank(); ++a) tags.push_back(s.tag(a));
+  return Tensor::fromBytes(platform, Shape(dims, s.dtype()).withTags(tags), out.data(), out.size());
+}
+
 }  // namespace radix::models

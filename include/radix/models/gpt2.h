@@ -171,7 +171,10 @@ struct Model {
   }
 
   /// Loads a GPT-2 checkpoint (HF folder or file, or GGUF) with weights in `dtype`; activations
-  /// in `compute`. Model::load(cpu, io::Checkpoint::open("gpt2/"), DType::f32)
+  /// in `compute`. On a platform sharded over N processes (tensorParallel), each process loads
+  /// its part of a Megatron split: its heads' columns of c_attn, c_fc by columns, both c_proj by
+  /// rows (summed with one all-reduce each); embeddings and norms whole.
+  /// Model::load(cpu, io::Checkpoint::open("gpt2/"), DType::f32)
   static Model load(const Platform& platform, const io::Checkpoint& checkpoint, DType dtype,
                     std::optional<DType> compute = {}, const ConfigValues& extra = {}) {
     const Config c = Config::fromCheckpoint(checkpoint, extra);
@@ -185,7 +188,26 @@ struct Model {
       spec.rename = [](std::string_view path) { return ggufName(path); };
       useStoredQuantization(m, checkpoint, spec.rename);
     }
+    const int parts = tensorParallel(platform);
+    if (parts > 1) {
+      checkTensorParallel("gpt2", parts, {{"heads", c.heads}, {"the MLP width", c.inner}});
+      for (Block& b : m.h) {
+        shardRows(b.attn.c_proj, parts, dtype);
+        shardColumns(b.mlp.c_fc);
+        shardRows(b.mlp.c_proj, parts, dtype);
+      }
+    }
     io::loadInto(platform, m, checkpoint, spec);
+    if (parts > 1) {
+      localizeTensorParallel(m, parts);
+      const int part = platform.partitionIndex();
+      for (Block& b : m.h) {
+        nn::Linear& qkv = b.attn.c_attn;  // q | k | v along its output axis: this process's heads of each
+        qkv.weight = takeGroupedShard(platform, qkv.weight, internal::axisTagged(qkv.weight, qkv.out, 0), 3, part, parts);
+        if (qkv.bias) qkv.bias = takeGroupedShard(platform, *qkv.bias, 0, 3, part, parts);
+        b.attn.heads /= parts;
+      }
+    }
     m.compute = compute.value_or(dtype);
     return m;
   }

@@ -250,7 +250,10 @@ struct Model {
   }
 
   /// Loads a Llama checkpoint (HF folder or file, or GGUF) with weights in `dtype`; activations
-  /// in `compute`; `variant` for the families of the same layout.
+  /// in `compute`; `variant` for the families of the same layout. On a platform sharded over N
+  /// processes (tensorParallel), each process loads its part of a Megatron split: q/k/v and
+  /// gate/up by rows (its heads and its block of the MLP), o_proj and down_proj by columns
+  /// (summed with one all-reduce each); embeddings, norms and lm_head whole.
   /// Model::load(cpu, io::Checkpoint::open("llama.gguf"), DType::bf16)
   static Model load(const Platform& platform, const io::Checkpoint& checkpoint, DType dtype,
                     std::optional<DType> compute = {}, const ConfigValues& extra = {}, const Variant& variant = {}) {
@@ -263,7 +266,22 @@ struct Model {
       spec.rename = [](std::string_view path) { return ggufName(path); };
       useStoredQuantization(m, checkpoint, spec.rename);
     }
+    const int parts = tensorParallel(platform);
+    if (parts > 1) {
+      checkTensorParallel(variant.name, parts, {{"heads", c.heads}, {"kv heads", c.kvHeads}, {"the MLP width", c.ffn}});
+      for (Layer& l : m.layers) {
+        for (nn::Linear* col : {&l.self_attn.q_proj, &l.self_attn.k_proj, &l.self_attn.v_proj, &l.mlp.gate_proj,
+                                &l.mlp.up_proj})
+          shardColumns(*col);
+        shardRows(l.self_attn.o_proj, parts, dtype);
+        shardRows(l.mlp.down_proj, parts, dtype);
+      }
+    }
     io::loadInto(platform, m, checkpoint, spec);
+    if (parts > 1) {
+      localizeTensorParallel(m, parts);
+      for (Layer& l : m.layers) l.self_attn.heads /= parts, l.self_attn.kvHeads /= parts;
+    }
     m.compute = compute.value_or(dtype);
     return m;
   }

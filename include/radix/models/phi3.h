@@ -237,6 +237,8 @@ struct Model {
   /// in `compute`. Model::load(cpu, io::Checkpoint::open("phi3.gguf"), DType::bf16)
   static Model load(const Platform& platform, const io::Checkpoint& checkpoint, DType dtype,
                     std::optional<DType> compute = {}, const ConfigValues& extra = {}) {
+    if (tensorParallel(platform) > 1)
+      throw Error("[phi3] tensor parallel (a platform sharded over processes) is not supported for phi3; GPT-2 and the Llama families (llama, mistral, qwen2, qwen3) are");
     const Config c = Config::fromCheckpoint(checkpoint, extra);
     Model m = placeholders(c, dtype);
     io::LoadSpec spec;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "radix/collectives.h"
 #include "radix/nn/common.h"
 #include "radix/quant.h"
 
@@ -47,6 +48,9 @@ inline DType decodeType(DType d) { return isFloat(d) ? d : DType::f32; }
 /// (QuantizedTensor::dequantize), never materialized.
 /// Linear{w {3072,768}, b {3072}, "d", "f"}.forward({s=5,d=768}) -> {s=5,f=3072}
 /// Linear{w {3072,432}:u8, {}, "d", "f", QuantType::q4_0, 768}.forward({s=5,d=768}) -> {s=5,f=3072}
+/// With `rowParallel` (Megatron's row-parallel layer in a tensor-parallel model), x and the
+/// weight hold this process's block of the input axis: the partial products of the processes
+/// are summed with allReduce (radix/collectives.h), then the bias is added once.
 struct Linear {
   Tensor weight;
   std::optional<Tensor> bias;
@@ -54,14 +58,23 @@ struct Linear {
   Tag out = "d";
   QuantType quant = QuantType::none;
   int64_t cols = 0;  // logical input dim when quant != none
+  bool rowParallel = false;
 
   Tensor forward(Tensor x, Loc loc = Loc::current()) const {
     return detail::inLayer("nn.Linear", *this, loc, [&] {
-      if (quant == QuantType::none) return detail::linearApply("nn.Linear", x, weight, bias, in, out);
-      detail::require(ggmlTypeId(quant) >= 0, "nn.Linear",
-                      std::string(quantName(quant)) + " needs separate scales: use nn::QuantizedLinear");
-      const QuantizedTensor q{weight, {}, {}, quant, cols};
-      return detail::linearApply("nn.Linear", x, q.dequantize(detail::decodeType(x.dtype()), loc), bias, in, out);
+      const std::optional<Tensor> fused = rowParallel ? std::nullopt : bias;
+      Tensor y;
+      if (quant == QuantType::none) {
+        y = detail::linearApply("nn.Linear", x, weight, fused, in, out);
+      } else {
+        detail::require(ggmlTypeId(quant) >= 0, "nn.Linear",
+                        std::string(quantName(quant)) + " needs separate scales: use nn::QuantizedLinear");
+        const QuantizedTensor q{weight, {}, {}, quant, cols};
+        y = detail::linearApply("nn.Linear", x, q.dequantize(detail::decodeType(x.dtype()), loc), fused, in, out);
+      }
+      if (!rowParallel) return y;
+      y = allReduce(y, ReduceOp::sum, loc);
+      return bias ? y.add(detail::as(*bias, y.dtype()).withTags({out}).broad(y.shape())) : y;
     });
   }
 };
