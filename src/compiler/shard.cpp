@@ -152,10 +152,12 @@ class CollectiveLowering {
     return mlir::arith::IndexCastOp::create(b_, loc, b_.getIndexType(), index);
   }
 
-  void run(mlir::func::FuncOp main) {
+  /// Lowers the shard ops of `root` (a function, or the whole module: its grids stay).
+  void run(mlir::Operation* root) {
     std::vector<mlir::Operation*> ops;
-    main.walk([&](mlir::Operation* op) {
-      if (op->getDialect() && op->getDialect()->getNamespace() == "shard") ops.push_back(op);
+    root->walk([&](mlir::Operation* op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "shard" && !mlir::isa<mlir::shard::GridOp>(op))
+        ops.push_back(op);
     });
     for (mlir::Operation* op : ops) lower(op);
   }
@@ -364,9 +366,29 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
     for (const Shape& s : *shapes) anySharded |= s.shardingMask() != 0;
   bool anyCollective = false;
   module.walk([&](mlir::Operation* op) {
-    anyCollective |= op->getDialect() && op->getDialect()->getNamespace() == "shard";
+    anyCollective |= op->getDialect() && op->getDialect()->getNamespace() == "shard" && !mlir::isa<mlir::shard::GridOp>(op);
   });
   if (!anySharded && !anyCollective) return;
+  CollectiveLowering lowering(module, numPartitions);
+  // Explicit collectives (radix/collectives.h) make per-process code, as shard_map does: nothing
+  // to partition (the partitioner knows no collective ops), only the collectives to lower, where
+  // they are (radix::call functions stay functions, elementwise ops stay as traced, so the
+  // module compiles as it would on one process).
+  if (anyCollective) {
+    auto refuse = [](const std::vector<Shape>& shapes, const char* what) {
+      for (size_t i = 0; i < shapes.size(); ++i)
+        if (shapes[i].shardingMask() != 0)
+          throw Error(std::string("[compile] explicit collectives (allReduce, allGather, ...) are for per-process "
+                                  "code, whose arguments and results are not sharded: ") +
+                      what + " " + std::to_string(i) + " is " + shapes[i].str() + " sharded");
+    };
+    refuse(signature.argShapes, "argument");
+    refuse(signature.resultShapes, "result");
+    lowering.run(module);
+    if (auto grid = module.lookupSymbol<mlir::shard::GridOp>(kGrid)) grid->erase();
+    runPipeline("canonicalize,cse", "collective cleanup");
+    return;
+  }
   // Propagation sees one function, with elementwise ops as linalg (which has the sharding interface).
   runPipeline("inline,symbol-dce,convert-elementwise-to-linalg,canonicalize,cse", "sharding preparation");
   auto main = module.lookupSymbol<mlir::func::FuncOp>(kMain);
@@ -377,28 +399,6 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
 
   mlir::OpBuilder b(ctx);
   unitReshapesToGenerics(main);
-  CollectiveLowering lowering(module, numPartitions);
-  // Explicit collectives (radix/collectives.h) make per-process code, as shard_map does: nothing
-  // to partition (the partitioner knows no collective ops), only the collectives to lower.
-  bool explicitCollectives = false;
-  main.walk([&](mlir::Operation* op) {
-    explicitCollectives |= op->getDialect() && op->getDialect()->getNamespace() == "shard";
-  });
-  if (explicitCollectives) {
-    auto refuse = [](const std::vector<Shape>& shapes, const char* what) {
-      for (size_t i = 0; i < shapes.size(); ++i)
-        if (shapes[i].shardingMask() != 0)
-          throw Error(std::string("[compile] explicit collectives (allReduce, allGather, ...) are for per-process "
-                                  "code, whose arguments and results are not sharded: ") +
-                      what + " " + std::to_string(i) + " is " + shapes[i].str() + " sharded");
-    };
-    refuse(signature.argShapes, "argument");
-    refuse(signature.resultShapes, "result");
-    lowering.run(main);
-    if (auto grid = module.lookupSymbol<mlir::shard::GridOp>(kGrid)) grid->erase();
-    runPipeline("canonicalize,cse", "collective cleanup");
-    return;
-  }
   auto grid = module.lookupSymbol<mlir::shard::GridOp>(kGrid);
   if (!grid) {
     b.setInsertionPointToStart(module.getBody());

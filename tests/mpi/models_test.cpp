@@ -6,6 +6,7 @@
 #include <radix/models/generate.h>
 #include <radix/models/gpt2.h>
 #include <radix/models/llama.h>
+#include <radix/models/qwen2.h>
 #include <radix/radix.h>
 #include <radix/testing.h>
 
@@ -136,6 +137,15 @@ TEST(MpiModels, WeightsAreSplitMegatronStyle) {
   EXPECT_EQ(l.self_attn.heads, 2);
   EXPECT_EQ(l.self_attn.kvHeads, 1);
   EXPECT_EQ(m.embed_tokens.weight.shape().str(), "{voc=300,d=64}:f32");  // replicated
+  // The output projection by vocabulary rows (untied here; a tied one views the embedding's rows).
+  ASSERT_TRUE(m.lm_head.has_value());
+  EXPECT_EQ(m.lm_head->weight.shape().str(), "{voc=150,d=64}:f32");
+  EXPECT_TRUE(m.vocabParallel);
+  const models::llama::Model tied = models::qwen2::load(g, io::Checkpoint::open(modelsDir() + "/qwen2-tiny"), DType::f32);
+  ASSERT_TRUE(tied.lm_head.has_value());
+  EXPECT_EQ(tied.lm_head->weight.shape().str(), "{voc=150,d=64}:f32");
+  const std::vector<float> table = tied.embed_tokens.weight.toVector<float>(), rowsOfMine = tied.lm_head->weight.toVector<float>();
+  EXPECT_TRUE(std::equal(rowsOfMine.begin(), rowsOfMine.end(), table.begin() + g.partitionIndex() * 150 * 64));
 
   // GPT-2's fused c_attn keeps this process's heads of q, k and v.
   const io::Checkpoint gckpt = io::Checkpoint::open(modelsDir() + "/gpt2-tiny");

@@ -5,6 +5,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -268,6 +269,21 @@ inline void checkTensorParallel(const std::string& family, int parts,
     if (n % parts != 0)
       throw Error("[" + family + "] tensor parallel over " + std::to_string(parts) + " processes needs " + what + " (" +
                   std::to_string(n) + ") divisible by " + std::to_string(parts));
+}
+
+/// A tied output projection's share of a tensor-parallel model: rows [part·V/parts, ..) of the
+/// embedding's table {voc, d} (float, or packed blocks), in place (the Linear keeps the table's
+/// buffer alive). vocabRows(cpu2, embed {voc=32000,d=768}, 1, 2).weight -> {voc=16000,d=768}
+inline nn::Linear vocabRows(const Platform& platform, const nn::Embedding& e, int part, int parts) {
+  const Shape& s = e.weight.shape();
+  const int64_t rows = s.dim(0) / parts;
+  const size_t rowBytes = static_cast<size_t>(s.dim(1)) * sizeOf(s.dtype());
+  const auto* base = static_cast<const uint8_t*>(e.weight.bufferAddress());
+  auto owner = std::make_shared<Tensor>(e.weight);
+  Shape view({rows, s.dim(1)}, s.dtype());
+  view = view.withTags({s.isTagged() ? s.tag(0) : Tag("voc"), s.isTagged() ? s.tag(1) : Tag("d")});
+  const Tensor w = Tensor::fromExternal(platform, view, base + static_cast<size_t>(part * rows) * rowBytes, owner);
+  return nn::Linear{w, std::nullopt, "d", view.tag(0), e.quant, e.cols};
 }
 
 /// The `part`-th of `parts` blocks of each of `groups` equal runs of `axis`, concatenated: the

@@ -178,6 +178,9 @@ struct Model {
   std::vector<Layer> layers;
   nn::RMSNorm norm;
   std::optional<nn::Linear> lm_head;  // d -> voc
+  /// Tensor parallel: lm_head holds this process's rows of the vocabulary (tied: a view of
+  /// embed_tokens' rows), whose logits are all-gathered.
+  bool vocabParallel = false;
   /// Activations' dtype (weights are converted to it inside each layer).
   DType compute = DType::f32;
 
@@ -195,7 +198,8 @@ struct Model {
     }
     const Tensor last = x.dynamicSlice1d("s", {.start = length.convert(DType::i32).addConstant(-1), .len = 1});
     const Tensor h = norm.forward(last);
-    const Tensor logits = lm_head ? lm_head->forward(h) : h.dot(embeddingTable(embed_tokens, compute), {"d"});
+    Tensor logits = lm_head ? lm_head->forward(h) : h.dot(embeddingTable(embed_tokens, compute), {"d"});
+    if (vocabParallel) logits = allGather(logits, "voc");
     out.logits = nn::detail::as(logits.choose1d("s", 0), DType::f32);
     return out;
   }
@@ -253,7 +257,9 @@ struct Model {
   /// in `compute`; `variant` for the families of the same layout. On a platform sharded over N
   /// processes (tensorParallel), each process loads its part of a Megatron split: q/k/v and
   /// gate/up by rows (its heads and its block of the MLP), o_proj and down_proj by columns
-  /// (summed with one all-reduce each); embeddings, norms and lm_head whole.
+  /// (summed with one all-reduce each), the output projection by vocabulary rows when the
+  /// partitions divide the vocabulary (its logits all-gathered; a tied one uses its rows of the
+  /// embedding in place); embeddings and norms whole.
   /// Model::load(cpu, io::Checkpoint::open("llama.gguf"), DType::bf16)
   static Model load(const Platform& platform, const io::Checkpoint& checkpoint, DType dtype,
                     std::optional<DType> compute = {}, const ConfigValues& extra = {}, const Variant& variant = {}) {
@@ -276,11 +282,16 @@ struct Model {
         shardRows(l.self_attn.o_proj, parts, dtype);
         shardRows(l.mlp.down_proj, parts, dtype);
       }
+      if (m.lm_head && c.vocab % parts == 0) shardColumns(*m.lm_head);
     }
     io::loadInto(platform, m, checkpoint, spec);
     if (parts > 1) {
       localizeTensorParallel(m, parts);
       for (Layer& l : m.layers) l.self_attn.heads /= parts, l.self_attn.kvHeads /= parts;
+      if (c.vocab % parts == 0) {
+        if (!m.lm_head) m.lm_head = vocabRows(platform, m.embed_tokens, platform.partitionIndex(), parts);
+        m.vocabParallel = true;
+      }
     }
     m.compute = compute.value_or(dtype);
     return m;
