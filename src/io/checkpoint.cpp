@@ -663,14 +663,15 @@ Tensor loadShard(const Checkpoint::Impl& impl, size_t i, const Platform& platfor
   for (int64_t d = 0; d < axis; ++d) outer *= static_cast<size_t>(dims[d]);
   for (size_t d = static_cast<size_t>(axis) + 1; d < dims.size(); ++d) inner *= static_cast<size_t>(dims[d]);
   const size_t localCount = outer * inner / sizeOf(from);
-  std::vector<uint8_t> slice(outer * inner);
-  for (size_t o = 0; o < outer; ++o)
-    std::memcpy(slice.data() + o * inner, src + (o * static_cast<size_t>(parts) + static_cast<size_t>(part)) * inner, inner);
-  if (bar) bar->advance(t.bytes / static_cast<uint64_t>(parts));
   auto buffer = std::make_shared<radix::detail::DeviceBuffer>();
   buffer->storage = std::make_shared<radix::detail::Storage>(localCount * sizeOf(to));
-  if (from == to) std::memcpy(buffer->storage->data, slice.data(), slice.size());
-  else convertFloats(from, to, slice.data(), static_cast<uint8_t*>(buffer->storage->data), localCount, nullptr);
+  // The block is cut straight into the result; only a conversion goes through a stored-dtype copy.
+  std::vector<uint8_t> slice(from == to ? 0 : outer * inner);
+  uint8_t* cut = from == to ? static_cast<uint8_t*>(buffer->storage->data) : slice.data();
+  for (size_t o = 0; o < outer; ++o)
+    std::memcpy(cut + o * inner, src + (o * static_cast<size_t>(parts) + static_cast<size_t>(part)) * inner, inner);
+  if (bar) bar->advance(t.bytes / static_cast<uint64_t>(parts));
+  if (from != to) convertFloats(from, to, slice.data(), static_cast<uint8_t*>(buffer->storage->data), localCount, nullptr);
   buffer->partitions = parts;
   std::vector<Tag> tags;
   for (int64_t a = 0; a < global.rank(); ++a) tags.push_back(global.tag(a));
