@@ -45,6 +45,13 @@ struct TileTypes<true> {
 
 inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+// c[j * ldc + i] += edge[i * 32 + j] for i < mr, j < nr (the tiles' backends may vectorise it).
+template <class CT>
+inline void addTransposedScalar(const CT* edge, CT* c, int64_t ldc, int mr, int nr) {
+  for (int j = 0; j < nr; ++j)
+    for (int i = 0; i < mr; ++i) c[j * ldc + i] += edge[i * 32 + j];
+}
+
 // One GEMM of the tile drivers (one batch): element strides; c is f32 (bf16) or s32 (int8).
 struct TileGemm {
   const void* a = nullptr;
@@ -63,21 +70,62 @@ int64_t packedTileElems(int64_t k, int64_t n) {
   return roundUp(n, 32) * roundUp(k, TileTypes<Int8>::KT);
 }
 
+struct ScalarWords {
+  // dst[w * 32 + j] = word w of column j (src + j * stride bytes), j < cols, w < words.
+  static void columnWords(const char* src, int64_t stride, int cols, int64_t words, uint32_t* dst) {
+    for (int j = 0; j < cols; ++j)
+      for (int64_t w = 0; w < words; ++w) std::memcpy(dst + w * 32 + j, src + j * stride + 4 * w, 4);
+  }
+};
+
 // Packs B[k0, k0 + kc) x [j0, j0 + nc) into panels `panel` elements apart, k padded to kcp.
-template <bool Int8>
+template <bool Int8, class W = ScalarWords>
 void packTilePanels(const typename TileTypes<Int8>::B* b, int64_t sbk, int64_t sbn, int64_t k0, int64_t kc,
                     int64_t kcp, int64_t j0, int64_t nc, int64_t panel, typename TileTypes<Int8>::B* dst) {
   using BT = typename TileTypes<Int8>::B;
-  constexpr int G = TileTypes<Int8>::G;
-  for (int64_t q = 0; q * 32 < nc; ++q) {
+  constexpr int G = TileTypes<Int8>::G, KT = TileTypes<Int8>::KT;
+  int64_t q0 = 0;
+  if (sbn == 1 && kc == kcp && nc >= 32) {
+    // Row-major B, whole panels: KT rows at a time across all panels, so that each row is read
+    // in sequence (one panel at a time read 64 bytes a row, a new page each, and was 3x slower).
+    const int64_t full = nc / 32;
+    for (int64_t kb = 0; kb < kc; kb += KT)
+      for (int64_t q = 0; q < full; ++q) {
+        BT* dk = dst + q * panel + (kb / G) * 32 * G;
+        const BT* s = b + (k0 + kb) * sbk + j0 + q * 32;
+        for (int64_t k = 0; k < KT; k += G, dk += 32 * G, s += G * sbk)
+          for (int j = 0; j < 32; ++j)
+            for (int g = 0; g < G; ++g) dk[j * G + g] = s[g * sbk + j];
+      }
+    q0 = full;
+  }
+  for (int64_t q = q0; q * 32 < nc; ++q) {
     BT* d = dst + q * panel;
     const int nr = static_cast<int>(std::min<int64_t>(32, nc - q * 32));
     if (nr < 32 || kc < kcp) std::memset(d, 0, sizeof(BT) * static_cast<size_t>(kcp) * 32);
-    if (sbk == 1 && sbn != 1) {  // B = W^T: each column's k is contiguous
+    if (sbk == 1 && sbn != 1) {
+      // Each column's k is contiguous: G consecutive k are one 4-byte word of the panel.
+      const int64_t words = kc / G;
+      W::columnWords(reinterpret_cast<const char*>(b + (j0 + q * 32) * sbn + k0), sbn * int64_t(sizeof(BT)), nr,
+                     words, reinterpret_cast<uint32_t*>(d));
       for (int j = 0; j < nr; ++j) {
         const BT* s = b + (j0 + q * 32 + j) * sbn + k0;
-        BT* dj = d + j * G;
-        for (int64_t k = 0; k < kc; ++k) dj[(k / G) * 32 * G + k % G] = s[k];
+        BT* dt = d + j * G + words * 32 * G;
+        for (int64_t k = words * G; k < kc; ++k) dt[k % G] = s[k];
+      }
+    } else if (sbn == 1 && nr == 32) {
+      // Rows of B: G rows at a time interleaved into one panel row (vectorised by the compiler).
+      int64_t k = 0;
+      for (; k + G <= kc; k += G) {
+        const BT* s = b + (k0 + k) * sbk + j0 + q * 32;
+        BT* dk = d + (k / G) * 32 * G;
+        for (int j = 0; j < 32; ++j)
+          for (int g = 0; g < G; ++g) dk[j * G + g] = s[g * sbk + j];
+      }
+      for (; k < kc; ++k) {
+        const BT* s = b + (k0 + k) * sbk + j0 + q * 32;
+        BT* dk = d + (k / G) * 32 * G + k % G;
+        for (int j = 0; j < 32; ++j) dk[j * G] = s[j];
       }
     } else {
       for (int64_t k = 0; k < kc; ++k) {
@@ -164,7 +212,7 @@ void tileBlock(const TileGemm& g, int64_t i0, int64_t i1, int64_t j0, int64_t j1
         bblk = static_cast<const BT*>(g.bPacked) + (jc / 32) * kp * 32 + pc * 32;
         panel = kp * 32;
       } else {
-        packTilePanels<Int8>(static_cast<const BT*>(g.b), g.sbk, g.sbn, pc, kc, kcp, jc, nc, kcp * 32, bbuf);
+        packTilePanels<Int8, T>(static_cast<const BT*>(g.b), g.sbk, g.sbn, pc, kc, kcp, jc, nc, kcp * 32, bbuf);
         bblk = bbuf;
         panel = kcp * 32;
       }
@@ -194,8 +242,12 @@ void tileBlock(const TileGemm& g, int64_t i0, int64_t i1, int64_t j0, int64_t j1
             } else {
               std::memset(edge, 0, sizeof(edge));
               tileMicro<T, Int8>(steps, apc, sa, bp, reinterpret_cast<char*>(edge), 128);
-              for (int i = 0; i < mr; ++i)
-                for (int j = 0; j < nr; ++j) cp[i * g.scm + j * g.scn] += edge[i * 32 + j];
+              if (g.scm == 1) {  // C^T of the swapped GEMM: C's rows are the edge's columns
+                T::addTransposed(edge, cp, g.scn, mr, nr);
+              } else {
+                for (int i = 0; i < mr; ++i)
+                  for (int j = 0; j < nr; ++j) cp[i * g.scm + j * g.scn] += edge[i * 32 + j];
+              }
             }
           }
         }
@@ -218,13 +270,32 @@ void tileGemm(const TileGemm& g, int threads) {
 // when it is a constant argument.
 template <class T>
 void tileGemmBf16(const Problem& p, int threads, bool useCache) {
+  if (p.sbk == 1 && p.sak == 1 && p.sbn != 1) {
+    // B = W^T with W's rows contiguous (nn::Linear's {N, K} weights): C^T = W . A^T, W read in
+    // place as the tiles' A operand and the activations packed per block as their B, so that
+    // weights seen once (a prompt) are never packed and none are cached.
+    Problem swapped;
+    swapped.batch = p.batch, swapped.m = p.n, swapped.n = p.m, swapped.k = p.k;
+    splitWork(swapped, threads, 32, 32, [&](int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      TileGemm g;
+      g.a = static_cast<const uint16_t*>(p.b) + bi * p.sbb;
+      g.sam = p.sbn, g.sak = 1;
+      g.b = static_cast<const uint16_t*>(p.a) + bi * p.sab;
+      g.sbk = 1, g.sbn = p.sam;
+      g.c = p.c + bi * p.scb;
+      g.scm = p.scn, g.scn = p.scm;
+      g.m = p.n, g.n = p.m, g.k = p.k;
+      tileBlock<T, false>(g, i0, i1, j0, j1);
+    });
+    return;
+  }
   std::shared_ptr<const void> pre;
   if (useCache) {
     const int64_t kp = roundUp(p.k, 32);
     pre = radix::kernels::packedB(p, 0x10000 | (32 << 8) | 2, sizeof(uint16_t) * packedTileElems<false>(p.k, p.n),
                                   [&](void* dst) {
                                     packPanelsParallel(p.n, 32, threads, [&](int64_t j0, int64_t nc) {
-                                      packTilePanels<false>(static_cast<const uint16_t*>(p.b), p.sbk, p.sbn, 0, p.k,
+                                      packTilePanels<false, T>(static_cast<const uint16_t*>(p.b), p.sbk, p.sbn, 0, p.k,
                                                             kp, j0, nc, kp * 32,
                                                             static_cast<uint16_t*>(dst) + (j0 / 32) * kp * 32);
                                     });

@@ -16,7 +16,7 @@ namespace {
 
 // The tile registers in memory; tdpbf16ps rounds through f32 like the hardware (which also
 // flushes denormals: the emulation does not, tests stay clear of them).
-struct EmulatedTiles {
+struct EmulatedTiles : ScalarWords {
   struct Tile {
     uint8_t bytes[16][64];
   };
@@ -27,6 +27,10 @@ struct EmulatedTiles {
     std::memset(tiles, 0, sizeof(tiles));
   }
   static void release() { cfg = TileConfig(); }
+  template <class CT>
+  static void addTransposed(const CT* edge, CT* c, int64_t ldc, int mr, int nr) {
+    addTransposedScalar(edge, c, ldc, mr, nr);
+  }
   template <int t>
   static void load(const void* p, int64_t stride) {
     for (int r = 0; r < cfg.rows[t]; ++r)
