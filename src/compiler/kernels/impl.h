@@ -432,9 +432,14 @@ inline void gemvRowsBlock(const void* w, int64_t ldw, int64_t K, const float* __
   const void* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = offsetPtr(w, E, r * ldw);
   int64_t k = 0;
+  // The next block of R rows, fetched while this one streams: short rows (768 bf16 = 24 lines)
+  // end before the hardware prefetchers ramp up on R interleaved streams.
+  const int64_t ahead = R * ldw;
+  constexpr int64_t lineElems = 64 / (E == Elem::f32 ? 4 : 2);
   for (; k + 2 * V::W <= K; k += 2 * V::W) {
     const typename V::R x0 = V::load(x + k), x1 = V::load(x + k + V::W);
     for (int r = 0; r < R; ++r) {
+      for (int64_t l = 0; l < 2 * V::W; l += lineElems) __builtin_prefetch(offsetPtr(rows[r], E, ahead + k + l));
       acc[r][0] = V::fma(loadE<V, E>(offsetPtr(rows[r], E, k)), x0, acc[r][0]);
       acc[r][1] = V::fma(loadE<V, E>(offsetPtr(rows[r], E, k + V::W)), x1, acc[r][1]);
     }
