@@ -15,6 +15,8 @@
 //    so each |a_k - a'_k| <= d / 2: the bound is sum_k |w_k| d(k) / 2, times 1.01, plus the f32
 //    term. This is llama.cpp's error model (about 1/254 of the block's max per element); the worst
 //    seen is 0.4 of this bound.
+//  - decoded weights on bf16 tiles (gemmAmx, AMX hosts, m >= kAmxMinM): weights and activations
+//    rounded to bf16, so 1.01 * S / 256 plus the f32 term.
 #include <gtest/gtest.h>
 #include <radix/error.h>
 #include <radix/quant.h>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/kernels/amx.h"
 #include "compiler/kernels/quant/qkernels.h"
 
 namespace {
@@ -177,12 +180,13 @@ struct Shape3 {
 struct Isa {
   const char* name;
   const char* feature;  // what the host must have
-  bool avx512, vnni;
+  bool avx512, vnni, amx = false;
 };
 const Isa kIsas[] = {{"avx2", "avx2", false, false},
                      {"avx2_vnni", "avxvnni", false, true},
                      {"avx512", "avx512bw", true, false},
-                     {"avx512_vnni", "avx512vnni", true, true}};
+                     {"avx512_vnni", "avx512vnni", true, true},
+                     {"amx", "amx-bf16 (with the OS's tile permission)", true, true, true}};
 
 bool hostHas(const Isa& isa) {
   __builtin_cpu_init();
@@ -192,10 +196,12 @@ bool hostHas(const Isa& isa) {
     return false;
   if (isa.vnni && !(isa.avx512 ? __builtin_cpu_supports("avx512vnni") : __builtin_cpu_supports("avxvnni")))
     return false;
+  if (isa.amx && !kernels::amxBf16Available()) return false;
   return true;
 }
 
-QPath runIsa(const Isa& isa, const QProblem& p, int64_t n0, int64_t n1) {
+QPath runIsa(const Isa& isa, QProblem p, int64_t n0, int64_t n1) {
+  p.amx = isa.amx;
   return isa.avx512 ? kernels::runQuantAvx512(p, n0, n1, isa.vnni) : kernels::runQuantAvx2(p, n0, n1, isa.vnni);
 }
 
@@ -215,11 +221,15 @@ const char* pathName(QPath p) {
     case QPath::gemvF32: return "gemvF32";
     case QPath::gemvInt8: return "gemvInt8";
     case QPath::gemmDecoded: return "gemmDecoded";
-    case QPath::gemmAmxInt8: return "gemmAmxInt8";
+    case QPath::gemmAmx: return "gemmAmx";
     case QPath::gemmInt8: return "gemmInt8";
   }
   return "?";
 }
+
+// gemmAmx rounds each decoded weight and each activation to bf16 (relative error at most 2^-9 each),
+// so a product is off by at most about 2^-8 of itself; the tiles sum the exact products in f32.
+constexpr double kBf16Products = 1.0 / 256;
 
 // Runs every shape of `shapes` for one format on one ISA copy and checks it.
 void checkFormat(const Isa& isa, const Fmt& f, const std::vector<Shape3>& shapes) {
@@ -250,13 +260,14 @@ void checkFormat(const Isa& isa, const Fmt& f, const std::vector<Shape3>& shapes
         step[i * (s.k / 32) + g] = mx / 127;
       }
     // The int8 GEMM: AVX-512 VNNI, every format.
-    const bool int8Gemm = std::string(isa.name) == "avx512_vnni";
+    const bool int8Gemm = isa.avx512 && isa.vnni;
     for (int mode = 0; mode < 2; ++mode) {  // 0: default, 1: RADIX_QUANT_EXACT=1
       const bool exact = mode == 1;
       const bool gemv = s.m <= 4;
       if (exact && !gemv && !int8Gemm) continue;  // that GEMM is f32 either way
+      const bool amx = isa.amx && !exact && s.m >= kernels::kAmxMinM;
       const QPath want = gemv ? (exact ? QPath::gemvF32 : QPath::gemvInt8)
-                              : (int8Gemm && !exact ? QPath::gemmInt8 : QPath::gemmDecoded);
+                              : amx ? QPath::gemmAmx : (int8Gemm && !exact ? QPath::gemmInt8 : QPath::gemmDecoded);
       const bool int8 = want == QPath::gemvInt8 || want == QPath::gemmInt8;
       for (int layout = 0; layout < 2; ++layout) {  // row-major padded C, column-major padded C
         const int64_t scm = layout == 0 ? s.n + 3 : 1, scn = layout == 0 ? 1 : s.m + 2;
@@ -290,7 +301,7 @@ void checkFormat(const Isa& isa, const Fmt& f, const std::vector<Shape3>& shapes
             }
             const int64_t at = i * scm + j * scn;
             ref += c0[at];
-            const double tol = 1e-6 * mag + 1e-6 + (int8 ? 1.01 * qbound : 0.0);
+            const double tol = 1e-6 * mag + 1e-6 + (int8 ? 1.01 * qbound : 0.0) + (amx ? 1.01 * kBf16Products * mag : 0.0);
             if (!(std::abs(c[at] - ref) <= tol)) {
               ++bad;
               ADD_FAILURE() << where << " C[" << i << "][" << j << "] = " << c[at] << ", reference " << ref
@@ -319,6 +330,7 @@ std::vector<Shape3> shapesFor(const Fmt& f) {
   out.push_back({1, 7, b == 32 ? 608 : 1280});  // 19 blocks: a full group of 16 scales and an odd tail
   out.push_back({4, 33, 4096});
   out.push_back({9, 17, 4096});
+  out.push_back({40, 300, 1024});  // several 128-row blocks of decoded weights on the AMX path
   return out;
 }
 
@@ -333,7 +345,7 @@ TEST_P(QuantKernels, EveryFormatMatchesTheDequantizedReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(, QuantKernels, ::testing::Range(0, 4),
+INSTANTIATE_TEST_SUITE_P(, QuantKernels, ::testing::Range(0, 5),
                          [](const auto& info) { return std::string(kIsas[info.param].name); });
 
 TEST(QuantKernelsErrors, PartialBlockIsAnError) {

@@ -112,7 +112,7 @@ uint64_t qcalls(kernels::Isa isa) {
 }
 
 uint64_t int8Calls() {
-  return kernels::qcallCount(kernels::QPath::gemvInt8) + kernels::qcallCount(kernels::QPath::gemmAmxInt8) +
+  return kernels::qcallCount(kernels::QPath::gemvInt8) + kernels::qcallCount(kernels::QPath::gemmAmx) +
          kernels::qcallCount(kernels::QPath::gemmInt8);
 }
 

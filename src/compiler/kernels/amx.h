@@ -32,6 +32,19 @@ void amxInt8PackB(int64_t k, int64_t n, const int8_t* b, int64_t ldb, void* pack
 bool amxInt8GemmPacked(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const void* packedB,
                        int32_t* c, int64_t ldc, bool accumulate = false, int threads = 1);
 
+/// The quantized prompt path (decoded weights on bf16 tiles): x[rows][k] (f32, row stride lda)
+/// rounded to bf16 and packed as amxBf16RowsGemm's activations (32-row panels of k / 2 pairs, k
+/// zero-padded to 32), into amxBf16PanelBytes(rows, k) bytes, 64-byte aligned.
+///   amxPackRowsBf16(512, 768, x, 768, packed);
+size_t amxBf16PanelBytes(int64_t rows, int64_t k);
+void amxPackRowsBf16(int64_t rows, int64_t k, const float* x, int64_t lda, void* packed);
+/// C[i][j] += sum_k x[i][k] w[j][k] for i < xRows, j < wRows: w bf16 rows (k contiguous, row stride
+/// ldw), x packed by amxPackRowsBf16, C[i][j] at c[i * sci + j * scj]. One thread; only where
+/// amxBf16Available().
+///   amxBf16RowsGemm(512, 256, 768, packed, w, 768, c, 2048, 1);
+void amxBf16RowsGemm(int64_t xRows, int64_t wRows, int64_t k, const void* xPacked, const uint16_t* w, int64_t ldw,
+                     float* c, int64_t sci, int64_t scj);
+
 /// Tests: the AMX drivers (blocking, packing, edge tiles, in-place A) on emulated tiles, in plain
 /// C++ that any CPU runs; only the tile instructions themselves differ from the real path.
 void amxEmulatedBf16Gemm(const Problem& p);

@@ -99,6 +99,10 @@ bool amxInt8Available() {
   return __builtin_cpu_supports("amx-int8") && __builtin_cpu_supports("avx512bw") && amxTilesPermitted();
 }
 
+size_t amxBf16PanelBytes(int64_t rows, int64_t k) {
+  return rows > 0 && k > 0 ? sizeof(uint16_t) * static_cast<size_t>(packedTileElems<false>(k, rows)) : 0;
+}
+
 size_t amxInt8PackedBytes(int64_t k, int64_t n) {
   return k > 0 && n > 0 ? static_cast<size_t>(packedTileElems<true>(k, n)) : 0;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "compiler/kernels/amx.h"
 #include "compiler/kernels/quant/qkernels.h"
 #include "radix/error.h"
 

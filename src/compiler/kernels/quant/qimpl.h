@@ -519,6 +519,33 @@ QPath gemm(const QProblem& p, int64_t n0, int64_t n1) {
 
 #if RADIX_Q_ZMM && RADIX_Q_VNNI == 2
 #include "compiler/kernels/quant/qgemm_vnni.h"
+
+// Decoded weights on bf16 tiles (AMX hosts): rows of W decoded to f32 and rounded to bf16, about
+// 256 KB of them at a time (L2), times the activations packed once per call as the tiles' B.
+template <class F>
+QPath gemmAmx(const QProblem& p, int64_t n0, int64_t n1) {
+  static thread_local Scratch sx, sw, sr;
+  void* xp = sx.get(radix::kernels::amxBf16PanelBytes(p.m, p.k));
+  radix::kernels::amxPackRowsBf16(p.m, p.k, p.a, p.sam, xp);
+  const int64_t nb = std::clamp<int64_t>((int64_t(256) << 10) / (2 * p.k) / 32 * 32, 32, 256);
+  uint16_t* wd = static_cast<uint16_t*>(sw.get(sizeof(uint16_t) * static_cast<size_t>(nb * p.k)));
+  float* row = static_cast<float*>(sr.get(sizeof(float) * static_cast<size_t>(p.k)));
+  for (int64_t j0 = n0; j0 < n1; j0 += nb) {
+    const int64_t rows = std::min(nb, n1 - j0);
+    for (int64_t r = 0; r < rows; ++r) {
+      decodeRow<F>(p.w + (j0 + r) * p.wRowBytes, p.k / F::kElems, row);
+      uint16_t* d = wd + r * p.k;
+      for (int64_t q = 0; q < p.k; q += 16) {  // round to nearest even, 16 at a time
+        const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(row + q));
+        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        const __m512i r16 = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + q), _mm512_cvtepi32_epi16(r16));
+      }
+    }
+    radix::kernels::amxBf16RowsGemm(p.m, rows, p.k, xp, wd, p.k, p.c + j0 * p.scn, p.scm, p.scn);
+  }
+  return QPath::gemmAmx;
+}
 #endif
 
 // RADIX_QUANT_EXACT=1 selects the f32-activation GEMV and GEMM (read per call, so tests can switch it).
@@ -536,6 +563,7 @@ QPath runFormat(const QProblem& p, int64_t n0, int64_t n1) {
   const bool exact = exactRequested();
   if (p.m <= kGemvMaxM) return gemv<F>(p, n0, n1, exact);
 #if RADIX_Q_ZMM && RADIX_Q_VNNI == 2
+  if (!exact && p.amx && p.m >= radix::kernels::kAmxMinM) return gemmAmx<F>(p, n0, n1);
   if (!exact) return gemmInt8<F>(p, n0, n1);
 #endif
   return gemm<F>(p, n0, n1);

@@ -20,11 +20,17 @@ struct QProblem {
   QuantType type = QuantType::none;
   int64_t m = 1, n = 1, k = 1, group = 0;
   int64_t sam = 0, wRowBytes = 0, scm = 0, scn = 1;
+  // Set by the dispatcher where the CPU runs AMX-BF16 tiles: m >= kAmxMinM then runs gemmAmx.
+  bool amx = false;
 };
 
+/// gemmAmx: the weights decoded to bf16 rows (256 KB at a time) and the activations rounded to
+/// bf16, on tdpbf16ps tiles; from this many activation rows (fewer fill too little of a tile).
+constexpr int64_t kAmxMinM = 16;
+
 /// The code paths a quantized call can take (tests prove which one ran).
-/// gemmInt8: int8 activations and weights through vpdpbusd (AVX-512 VNNI, m > 4).
-enum class QPath : int32_t { scalar = 0, gemvF32 = 1, gemvInt8 = 2, gemmDecoded = 3, gemmAmxInt8 = 4, gemmInt8 = 5 };
+/// gemmInt8: int8 activations and weights through vpdpbusd (AVX-512 VNNI, m > 4); gemmAmx: see kAmxMinM.
+enum class QPath : int32_t { scalar = 0, gemvF32 = 1, gemvInt8 = 2, gemmDecoded = 3, gemmAmx = 4, gemmInt8 = 5 };
 constexpr int kQPathCount = 6;
 /// Calls that took `path` since the process started.
 uint64_t qcallCount(QPath path);
