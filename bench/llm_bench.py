@@ -15,7 +15,7 @@ every thread count, in one run:
 - Radix: `build/bin/radix bench --model DIR -p P -n N -t T --dtype D` (f16: f16 weights with
   `--compute f32`, as llama.cpp's F16 runs), whose llama-bench style rows
   `| model | size | params | dtype | threads | test | t/s |` are parsed; "n/a" when it fails.
-With --quant TYPES (q8_0,q4_0,q4_k_m,...): GPT-2 small and Llama-110M GGUF files with random weights
+With --quant TYPES (q8_0,q4_0,q4_k_m,..., and f16/bf16 for 16-bit GGUF matrices): GPT-2 small and Llama-110M GGUF files with random weights
 (tools/make_test_models.py --size bench --quant, written once into --gguf-dir), F32 and each type,
 run by `radix bench`, by llama.cpp's llama-bench where a build is found ($LLAMA_BENCH, else
 /work/peers/llama.cpp/build/bin/llama-bench; skipped with a message otherwise), PyTorch at f32 (it
@@ -88,10 +88,19 @@ def make_ggufs(folder, quant, python):
     [(arch, type, path)]."""
     files = [(a, q, os.path.join(folder, f"{a}-bench{'' if q == 'f32' else '-' + q}.gguf"))
              for a in ("gpt2", "llama") for q in ["f32"] + quant]
-    if not all(os.path.exists(path) for _, _, path in files):
-        subprocess.run([python, os.path.join(os.path.dirname(HERE), "tools", "make_test_models.py"), folder,
-                        "--size", "bench", "--only", "gpt2-gguf,llama-gguf", "--quant", ",".join(quant)], check=True,
-                       stdout=subprocess.DEVNULL)
+    tool = os.path.join(os.path.dirname(HERE), "tools", "make_test_models.py")
+    blocks = [q for q in quant if q not in ("f16", "bf16")]
+    if not all(os.path.exists(path) for _, q, path in files if q not in ("f16", "bf16")):
+        subprocess.run([python, tool, folder, "--size", "bench", "--only", "gpt2-gguf,llama-gguf"] +
+                       (["--quant", ",".join(blocks)] if blocks else []), check=True, stdout=subprocess.DEVNULL)
+    # F16 / BF16 files (llama.cpp's F16 and BF16): the same weights with 16-bit matrices.
+    for q in ("f16", "bf16"):
+        if q in quant and not all(os.path.exists(path) for _, t, path in files if t == q):
+            sub = os.path.join(folder, q)
+            subprocess.run([python, tool, sub, "--size", "bench", "--only", "gpt2-gguf,llama-gguf",
+                            "--gguf-type", q.upper()], check=True, stdout=subprocess.DEVNULL)
+            for arch in ("gpt2", "llama"):
+                os.replace(os.path.join(sub, f"{arch}-bench.gguf"), os.path.join(folder, f"{arch}-bench-{q}.gguf"))
     return files
 
 
