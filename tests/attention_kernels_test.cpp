@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/kernels/amx.h"
 #include "compiler/kernels/attention.h"
 #include "compiler/kernels/lower.h"
 
@@ -154,6 +155,11 @@ const std::vector<Spec>& specs() {
       {"bf16_q33_gqa2_causal", 2, 4, 2, 33, 65, 64, true, std::nullopt, 0, {}, 0, DType::bf16},
       {"bf16_q1_decode", 1, 4, 4, 1, 300, 64, true, 255, 0, {}, 0, DType::bf16},
       {"bf16_q129_odd_hd", 1, 2, 1, 129, 129, 40, true, std::nullopt, 0, {}, 0, DType::bf16, 2},
+      // bf16 with hd a multiple of 32: the AMX tiles' cases too.
+      {"bf16_q129_gqa4_causal_hd128", 1, 8, 2, 129, 129, 128, true, std::nullopt, 0, {}, 0, DType::bf16, 2},
+      {"bf16_q70_k200_offset_window_hd32", 1, 2, 2, 70, 200, 32, true, 100, 50, {}, 0, DType::bf16},
+      {"bf16_key_lengths_not_causal_hd64", 2, 2, 1, 20, 90, 64, false, std::nullopt, 0, {90, 33}, 0, DType::bf16},
+      {"bf16_key_lengths_zero_gives_nan_hd32", 2, 2, 1, 9, 40, 32, false, std::nullopt, 0, {40, 0}, 0, DType::bf16},
   };
   return all;
 }
@@ -210,6 +216,18 @@ TEST(AttentionKernels, Avx2VariantMatchesReference) {
 TEST(AttentionKernels, Avx512VariantMatchesReference) {
   if (kernels::attentionHostIsa() < kernels::AttentionIsa::avx512) GTEST_SKIP() << "host lacks avx512f/bw/vl/dq";
   for (const Spec& s : specs()) checkVariant(&kernels::attentionAvx512, s);
+}
+
+TEST(AttentionKernels, AmxVariantMatchesReference) {
+  if (!kernels::amxBf16Available()) GTEST_SKIP() << "host lacks amx-bf16 (or the OS refused the AMX tile state)";
+  int applied = 0;
+  for (const Spec& s : specs()) {
+    std::vector<float> out(1);
+    if (!kernels::attentionAmxApplies(problemFor(s, nullptr, nullptr, nullptr, out.data(), nullptr))) continue;
+    ++applied;
+    checkVariant(&kernels::attentionAmx, s);
+  }
+  EXPECT_GE(applied, 5);
 }
 
 // Decode reads only the keys its query sees: position 37 of a 600-key cache reads 38 per key head.
@@ -344,11 +362,14 @@ TEST(AttentionKernels, TargetFeaturesSelectTheVariant) {
   EXPECT_EQ(isaFor("x86-64-v4", ""), kernels::AttentionIsa::avx512);
   EXPECT_EQ(isaFor("x86-64-v3", "+avx512f,+avx512bw,+avx512vl,+avx512dq"), kernels::AttentionIsa::avx512);
   EXPECT_EQ(isaFor("x86-64-v4", "-avx512f"), kernels::AttentionIsa::avx2);
+  EXPECT_EQ(isaFor("sapphirerapids", ""), kernels::AttentionIsa::amx);
+  EXPECT_EQ(isaFor("sapphirerapids", "-amx-tile"), kernels::AttentionIsa::avx512);
   EXPECT_EQ(static_cast<kernels::AttentionIsa>(kernels::attentionIsaFor({"aarch64-unknown-linux-gnu", "", "", 1})),
             kernels::AttentionIsa::x86_64);
   if (kernels::attentionHostIsa() < kernels::AttentionIsa::avx512) GTEST_SKIP() << "host lacks avx512f/bw/vl/dq";
   const uint64_t before = kernels::attentionCallCount(kernels::AttentionIsa::avx512);
-  const std::vector<double> y = compiled(s, in, withThreads(1, "+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c"));
+  const std::vector<double> y =
+      compiled(s, in, withThreads(1, "+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c,-amx-tile"));
   EXPECT_EQ(kernels::attentionCallCount(kernels::AttentionIsa::avx512), before + 1);
   expectClose(y, reference(s, in.q, in.k, in.v), 2e-5, "avx512 target");
 }

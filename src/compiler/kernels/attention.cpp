@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "compiler/kernels/amx.h"
 #include "compiler/kernels/attention.h"
 
 namespace {
@@ -29,7 +30,7 @@ AttentionIsa attentionHostIsa() {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-      return AttentionIsa::avx512;
+      return amxBf16Available() ? AttentionIsa::amx : AttentionIsa::avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
       return AttentionIsa::avx2;
     return AttentionIsa::x86_64;
@@ -42,6 +43,7 @@ const char* attentionIsaName(AttentionIsa isa) {
     case AttentionIsa::x86_64: return "x86-64";
     case AttentionIsa::avx2: return "avx2";
     case AttentionIsa::avx512: return "avx512";
+    case AttentionIsa::amx: return "amx";
   }
   return "?";
 }
@@ -93,6 +95,7 @@ extern "C" void radix_kernel_attention(int64_t args) {
   t = std::max(t, 1);
   uint64_t read = 0;
   switch (run) {
+    case AttentionIsa::amx: read = attentionAmxApplies(p) ? attentionAmx(p, t) : attentionAvx512(p, t); break;
     case AttentionIsa::avx512: read = attentionAvx512(p, t); break;
     case AttentionIsa::avx2: read = attentionAvx2(p, t); break;
     default: read = attentionX86_64(p, t); break;

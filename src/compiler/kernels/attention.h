@@ -8,8 +8,8 @@
 namespace radix::kernels {
 
 /// The attention kernel's instruction sets (its own: it needs no more than AVX-512F).
-enum class AttentionIsa : int32_t { x86_64 = 0, avx2 = 1, avx512 = 2 };
-constexpr int kAttentionIsaCount = 3;
+enum class AttentionIsa : int32_t { x86_64 = 0, avx2 = 1, avx512 = 2, amx = 3 };
+constexpr int kAttentionIsaCount = 4;
 
 /// out = softmax(mask(scale · q·kᵀ)) · v for one call. Strides in elements, per batch axis (two
 /// at most), head and position; the head dim is contiguous in every operand.
@@ -51,6 +51,10 @@ uint64_t attentionKeysRead();
 uint64_t attentionX86_64(const AttentionProblem& p, int threads);
 uint64_t attentionAvx2(const AttentionProblem& p, int threads);
 uint64_t attentionAvx512(const AttentionProblem& p, int threads);
+/// AMX tiles (attention_amx.cpp): bf16 prefill with hd a multiple of 32 (at most 256) and no
+/// softcap, where attentionAmxApplies(p); call only where amxBf16Available().
+uint64_t attentionAmx(const AttentionProblem& p, int threads);
+bool attentionAmxApplies(const AttentionProblem& p);
 
 /// The arguments of radix_kernel_attention, in the order of its int64 array.
 enum AttentionArg : int {

@@ -29,6 +29,8 @@ AttentionIsa attentionIsaOf(const KernelTarget& t) {
   if (!target || triple.getArch() != llvm::Triple::x86_64) return AttentionIsa::x86_64;
   std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, t.cpu, t.features));
   if (!info) return AttentionIsa::x86_64;
+  if (info->checkFeatures("+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c,+avx512bf16,+amx-tile,+amx-bf16"))
+    return AttentionIsa::amx;
   if (info->checkFeatures("+avx512f,+avx512bw,+avx512vl,+avx512dq,+fma,+f16c")) return AttentionIsa::avx512;
   if (info->checkFeatures("+avx2,+fma,+f16c")) return AttentionIsa::avx2;
   return AttentionIsa::x86_64;
