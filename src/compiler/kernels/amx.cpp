@@ -19,6 +19,136 @@
 #include "compiler/kernels/impl.h"
 #include "compiler/kernels/amx_impl.h"
 #include "compiler/kernels/amx_tiles.h"
+#include "compiler/kernels/conv_impl.h"
+
+namespace {
+
+// The tabled convolution GEMM (conv_impl.h's plan) on bf16 tiles: X gathered into row-major
+// 32-row blocks (the tiles' A), Y into 32-column VNNI panels (convPackYPairs), K padded
+// to 32 with zero rows; C blocks with unit-stride, equally spaced rows are loaded and stored by
+// the tiles, the others go through a 32 x 32 scratch and the tables.
+// One 32-column panel of Y (conv_impl.h's gather) in the tiles' pair layout: two k rows at a time,
+// each run of equally spaced unit-step columns interleaved with AVX-512 (a run is one masked load
+// per row), other runs element by element. Rows past kc and columns past nr are zero.
+void convPackYPairs(const ConvGemmPlan& g, const uint16_t* y, int64_t k0, int64_t kc, int64_t j0, int nr,
+                    uint16_t* panel) {
+  const int64_t* col = g.yCol + j0;
+  const int32_t* run = g.yRun + j0;
+  const int32_t* stepOf = g.yStep + j0;
+  const __m512i idxLo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), idxHi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  for (int64_t k = 0; k < kc; k += 2) {
+    const uint16_t* r0 = y + g.yK[k0 + k];
+    const uint16_t* r1 = k + 1 < kc ? y + g.yK[k0 + k + 1] : nullptr;
+    uint16_t* d = panel + (k / 2) * 64;
+    int j = 0;
+    while (j < nr) {
+      const int len = std::min<int>(run[j], nr - j);
+      const int64_t at = col[j], step = stepOf[j];
+      if (step == 1 && len >= 4) {
+        const __mmask32 m = len >= 32 ? ~__mmask32(0) : (__mmask32(1) << len) - 1;
+        const __m512i a = _mm512_maskz_loadu_epi16(m, r0 + at);
+        const __m512i b = r1 ? _mm512_maskz_loadu_epi16(m, r1 + at) : _mm512_setzero_si512();
+        const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+        const int n2 = 2 * len;
+        const __mmask32 m0 = n2 >= 32 ? ~__mmask32(0) : (__mmask32(1) << n2) - 1;
+        const __mmask32 m1 = n2 <= 32 ? 0 : n2 >= 64 ? ~__mmask32(0) : (__mmask32(1) << (n2 - 32)) - 1;
+        _mm512_mask_storeu_epi16(d + 2 * j, m0, _mm512_permutex2var_epi64(lo, idxLo, hi));
+        if (m1) _mm512_mask_storeu_epi16(d + 2 * j + 32, m1, _mm512_permutex2var_epi64(lo, idxHi, hi));
+      } else {
+        for (int t = 0; t < len; ++t) {
+          d[2 * (j + t)] = r0[at + t * step];
+          d[2 * (j + t) + 1] = r1 ? r1[at + t * step] : uint16_t(0);
+        }
+      }
+      j += len;
+    }
+    for (; j < 32; ++j) d[2 * j] = d[2 * j + 1] = 0;
+  }
+}
+
+// Rows [i0, i0 + mc) of X, k [k0, k0 + kc), gathered into rows ld apart (zero-padded to ld and
+// to whole 32-row tiles).
+void packXRows(const ConvGemmPlan& g, const uint16_t* x, int64_t i0, int64_t mc, int64_t k0, int64_t kc, int64_t ld,
+               uint16_t* dst) {
+  const int64_t* xk = g.xK + k0;
+  for (int64_t r = 0; r < roundUp(mc, 32); ++r) {
+    uint16_t* d = dst + r * ld;
+    if (r >= mc) {
+      std::memset(d, 0, sizeof(uint16_t) * static_cast<size_t>(ld));
+      continue;
+    }
+    const uint16_t* row = x + g.xRow[i0 + r];
+    for (int64_t k = 0; k < kc; ++k) d[k] = row[xk[k]];
+    for (int64_t k = kc; k < ld; ++k) d[k] = 0;
+  }
+}
+
+void convBlockAmx(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  constexpr int64_t MC = 256, KC = 1024, kYBlockElements = 64 * 1024;
+  static thread_local Scratch sa, sb;
+  const uint16_t* x = static_cast<const uint16_t*>(g.x) + gi * g.gx;
+  const uint16_t* y = static_cast<const uint16_t*>(g.y) + gi * g.gy;
+  float* c = g.c + gi * g.gc;
+  const int64_t kcMax = std::min(KC, roundUp(g.k, 32)), mcMax = std::min(MC, roundUp(i1 - i0, 32));
+  const int64_t ncBlock = std::clamp<int64_t>(kYBlockElements / kcMax / 32 * 32, 32, roundUp(j1 - j0, 32));
+  uint16_t* ap = static_cast<uint16_t*>(sa.get(sizeof(uint16_t) * static_cast<size_t>(mcMax * kcMax)));
+  uint16_t* bp = static_cast<uint16_t*>(sb.get(sizeof(uint16_t) * static_cast<size_t>(ncBlock * kcMax)));
+  alignas(64) float edge[32 * 32];
+  // X is gathered once when it fits in 4 MB (the weights of an NCHW convolution, read by every
+  // block of Y), rows kp apart, each KC block of k a multiple of 32 but the last, zero-padded.
+  static thread_local Scratch sw;
+  const int64_t kp = roundUp(g.k, 32), rowsP = roundUp(i1 - i0, 32);
+  const bool whole = rowsP * kp * 2 <= (int64_t(4) << 20);
+  uint16_t* xWhole = nullptr;
+  if (whole) {
+    xWhole = static_cast<uint16_t*>(sw.get(sizeof(uint16_t) * static_cast<size_t>(rowsP * kp)));
+    packXRows(g, x, i0, i1 - i0, 0, g.k, kp, xWhole);
+  }
+  HardwareTiles::config(fullTileConfig());
+  for (int64_t jc = j0; jc < j1; jc += ncBlock) {
+    const int64_t nc = std::min(ncBlock, j1 - jc);
+    for (int64_t pc = 0; pc < g.k; pc += KC) {
+      const int64_t kc = std::min(KC, g.k - pc), kc2 = roundUp(kc, 2), kcp = roundUp(kc, 32);
+      for (int64_t q = 0; q * 32 < nc; ++q) {
+        uint16_t* panel = bp + q * kcp * 32;
+        convPackYPairs(g, y, pc, kc, jc + q * 32, static_cast<int>(std::min<int64_t>(32, nc - q * 32)), panel);
+        if (kcp > kc2) std::memset(panel + kc2 * 32, 0, sizeof(uint16_t) * static_cast<size_t>((kcp - kc2) * 32));
+      }
+      for (int64_t ic = i0; ic < i1; ic += MC) {
+        const int64_t mc = std::min(MC, i1 - ic);
+        // X's block: from the whole packed X (gathered once per call) or gathered here.
+        const uint16_t* xa = whole ? xWhole + (ic - i0) * kp + pc : ap;
+        const int64_t lda = whole ? kp : kcp;
+        if (!whole) packXRows(g, x, ic, mc, pc, kc, kcp, ap);
+        for (int64_t jr = 0; jr < nc; jr += 32) {
+          const int nr = static_cast<int>(std::min<int64_t>(32, nc - jr));
+          const int64_t j = jc + jr;
+          int64_t colStep;
+          const bool colsUnit = regularStep(g.cCol + j, nr, colStep) && (nr == 1 || colStep == 1);
+          const char* bpanel = reinterpret_cast<const char*>(bp + (jr / 32) * kcp * 32);
+          for (int64_t ir = 0; ir < mc; ir += 32) {
+            const int mr = static_cast<int>(std::min<int64_t>(32, mc - ir));
+            const int64_t i = ic + ir;
+            const char* apc = reinterpret_cast<const char*>(xa + ir * lda);
+            int64_t rowStep;
+            if (mr == 32 && nr == 32 && colsUnit && regularStep(g.cRow + i, 32, rowStep)) {
+              tileMicro<HardwareTiles, false>(kcp / 32, apc, lda * 2, bpanel,
+                                              reinterpret_cast<char*>(c + g.cRow[i] + g.cCol[j]), rowStep * 4);
+              continue;
+            }
+            std::memset(edge, 0, sizeof(edge));
+            tileMicro<HardwareTiles, false>(kcp / 32, apc, lda * 2, bpanel, reinterpret_cast<char*>(edge), 128);
+            for (int r = 0; r < mr; ++r)
+              for (int q = 0; q < nr; ++q) c[g.cRow[i + r] + g.cCol[j + q]] += edge[r * 32 + q];
+          }
+        }
+      }
+    }
+  }
+  HardwareTiles::release();
+}
+
+}  // namespace
 
 namespace radix::kernels {
 
@@ -66,6 +196,14 @@ void amxBf16RowsGemm(int64_t xRows, int64_t wRows, int64_t k, const void* xPacke
   g.c = c, g.scm = scj, g.scn = sci;
   g.m = wRows, g.n = xRows, g.k = k;
   tileBlock<HardwareTiles, false>(g, 0, wRows, 0, xRows);
+}
+
+void runConvGemmAmx(const ConvGemmPlan& p, int threads) {
+  Problem shape;
+  shape.batch = p.groups, shape.m = p.m, shape.n = p.n;
+  splitWork(shape, threads, 32, 32, [&](int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    convBlockAmx(p, gi, i0, i1, j0, j1);
+  });
 }
 
 void amxInt8Run(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* b, int64_t ldb,

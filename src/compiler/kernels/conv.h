@@ -34,6 +34,8 @@ enum class ConvPath : int32_t { gemm = 0, direct = 1, plain = 2, pool = 3 };
 constexpr int kConvPathCount = 4;
 /// Calls of radix_kernel_conv that took `path` since the process started.
 uint64_t convCallCount(ConvPath path);
+/// Tabled GEMM calls that ran on AMX tiles (bf16 x bf16 on an AMX host).
+uint64_t convAmxCallCount();
 
 /// One group's GEMM C[i, j] += X[i, k] Y[k, j] through offset tables (conv_dispatch.cpp builds
 /// them): X[i, k] = x[xRow[i] + xK[k]], Y[k, j] = y[yK[k] + yCol[j]], C[i, j] = c[cRow[i] +
@@ -71,6 +73,8 @@ struct ConvDirectPlan {
 void runConvGemmX86_64(const ConvGemmPlan& p, int threads);
 void runConvGemmAvx2(const ConvGemmPlan& p, int threads);
 void runConvGemmAvx512(const ConvGemmPlan& p, int threads, bool bf16);
+/// amx.cpp: bf16 x bf16 on tdpbf16ps tiles (call only where amxBf16Available()).
+void runConvGemmAmx(const ConvGemmPlan& p, int threads);
 void runConvDirectX86_64(const ConvDirectPlan& p, int threads);
 void runConvDirectAvx2(const ConvDirectPlan& p, int threads);
 void runConvDirectAvx512(const ConvDirectPlan& p, int threads);

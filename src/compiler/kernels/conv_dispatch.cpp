@@ -13,9 +13,11 @@ namespace radix::kernels {
 
 namespace {
 std::atomic<uint64_t> convCounters[kConvPathCount];
+std::atomic<uint64_t> amxCalls;
 }
 
 uint64_t convCallCount(ConvPath path) { return convCounters[static_cast<int>(path)].load(std::memory_order_relaxed); }
+uint64_t convAmxCallCount() { return amxCalls.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -205,7 +207,9 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   ConvPath path;
   if (Problem q; asPlainProblem(p, q)) {
     path = ConvPath::plain;
-    if (run >= Isa::avx512bf16)
+    if (run == Isa::amx)
+      runAmx(q, t);
+    else if (run >= Isa::avx512bf16)
       runAvx512(q, t, true);
     else if (run == Isa::avx512)
       runAvx512(q, t, false);
@@ -227,7 +231,11 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
     path = ConvPath::gemm;
     GemmTables tables;
     const ConvGemmPlan plan = gemmPlan(p, tables);
-    if (run >= Isa::avx512bf16)
+    if (run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16) {
+      runConvGemmAmx(plan, t);
+      amxCalls.fetch_add(1, std::memory_order_relaxed);
+    }
+    else if (run >= Isa::avx512bf16)
       runConvGemmAvx512(plan, t, true);
     else if (run == Isa::avx512)
       runConvGemmAvx512(plan, t, false);
