@@ -530,6 +530,45 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
   return true;
 }
 
+// With threads, linalg ops of only parallel loops outside row loops (maps, fills, copies) become
+// loop nests here: one scf.parallel (OpenMP) over the outermost loop of at least 8 iterations,
+// serial scf.for inside it that LLVM vectorizes; ops under kMinParallelRowIterations stay
+// serial. convert-linalg-to-parallel-loops made one OpenMP loop over every dim instead, with
+// the element's indices recomputed by division each iteration: 2 threads ran a bf16
+// convolution's truncf slower than 1.
+void lowerMapsForThreads(mlir::IRRewriter& rewriter, mlir::func::FuncOp fn) {
+  std::vector<mlir::linalg::LinalgOp> maps;
+  fn.walk([&](mlir::linalg::LinalgOp op) {
+    if (op->getParentOfType<mlir::scf::ForallOp>() || op->getParentOfType<mlir::scf::ParallelOp>()) return;
+    if (op.getNumLoops() == 0 || op.getNumLoops() != op.getNumParallelLoops() || !op.hasPureBufferSemantics()) return;
+    for (int64_t r : op.getStaticLoopRanges())
+      if (mlir::ShapedType::isDynamic(r)) return;
+    maps.push_back(op);
+  });
+  for (mlir::linalg::LinalgOp op : maps) {
+    int64_t iterations = 1;
+    const llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    for (int64_t r : ranges) iterations *= r;
+    rewriter.setInsertionPoint(op);
+    mlir::FailureOr<mlir::linalg::LinalgLoops> loops = mlir::linalg::linalgOpToLoops(rewriter, op);
+    if (mlir::failed(loops)) continue;
+    rewriter.eraseOp(op);
+    if (iterations < kMinParallelRowIterations) continue;
+    for (size_t d = 0; d < loops->size() && d < ranges.size(); ++d) {
+      if (ranges[d] < 8) continue;
+      auto loop = mlir::dyn_cast<mlir::scf::ForOp>((*loops)[d]);
+      if (!loop || loop.getNumResults() != 0) break;
+      rewriter.setInsertionPoint(loop);
+      auto par = mlir::scf::ParallelOp::create(rewriter, loop.getLoc(), mlir::ValueRange{loop.getLowerBound()},
+                                               mlir::ValueRange{loop.getUpperBound()}, mlir::ValueRange{loop.getStep()});
+      rewriter.eraseOp(loop.getBody()->getTerminator());
+      rewriter.inlineBlockBefore(loop.getBody(), par.getBody()->getTerminator(), par.getInductionVars());
+      rewriter.eraseOp(loop);
+      break;
+    }
+  }
+}
+
 struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir::func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerRowsPass)
   LowerRowsPass() = default;
@@ -567,6 +606,7 @@ struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir
       if (op.getNumReductionLoops() == 0 && !nested) continue;
       vectorizeRowReduction(rewriter, op, parallel && !nested && iterations >= kMinParallelRowIterations);
     }
+    if (parallel) lowerMapsForThreads(rewriter, fn);
     std::vector<mlir::scf::ForallOp> loops;
     fn.walk([&](mlir::scf::ForallOp loop) { loops.push_back(loop); });
     for (mlir::scf::ForallOp loop : loops) {
