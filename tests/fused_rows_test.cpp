@@ -194,6 +194,39 @@ TEST(FusedRowsSpecial, LargeRowsWithTwoThreads) {
   }
 }
 
+/// Maps, copies and conversions outside row loops with 2 threads run as one OpenMP loop over
+/// the outermost dim of 8+ iterations (here the third: {1, 3, 37, 1001}) around serial inner
+/// loops, and small ones serially: bit-equal to 1 thread, and to the values themselves.
+TEST(FusedRowsSpecial, MapsWithTwoThreadsMatchOneThread) {
+  auto run = [](int threads) {
+    const radix::Platform cpu = radix::Platform::cpu().withOptions({.cache = false, .threads = threads});
+    const int64_t n = 1 * 3 * 37 * 1001;
+    std::vector<float> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 7919) % 1000) / 100.f - 5.f;
+    const Tensor x = Tensor::fromValues(cpu, Shape({1, 3, 37, 1001}, DType::f32), v);
+    const Tensor small = Tensor::fromValues(cpu, Shape({3, 5}, DType::f32), std::vector<float>(15, 1.5f));
+    auto fn = [](const Tensor& t, const Tensor& u) {
+      const Tensor two = Tensor::constant(t.shape(), 2.0), one = Tensor::constant(t.shape(), 1.0);
+      return std::make_tuple(t.mul(two).add(one).exp().convert(DType::bf16), t.transpose({0, 3, 2, 1}), u.mul(u));
+    };
+    const auto [a, b, c] = radix::compile(cpu, fn, x, small)(x, small);
+    return std::make_tuple(a.toVector<float>(), b.toVector<float>(), c.toVector<float>(), v);
+  };
+  const auto [a1, b1, c1, v] = run(1);
+  const auto [a2, b2, c2, v2] = run(2);
+  EXPECT_EQ(a1, a2);
+  EXPECT_EQ(b1, b2);
+  EXPECT_EQ(c1, c2);
+  ASSERT_EQ(b2.size(), v.size());
+  // b = x transposed {0, 3, 2, 1}: b[0][k][j][i] = x[0][i][j][k].
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 37; j += 5)
+      for (int64_t k = 0; k < 1001; k += 97) EXPECT_EQ(b2[(k * 37 + j) * 3 + i], v[(i * 37 + j) * 1001 + k]);
+  for (int64_t i = 0; i < static_cast<int64_t>(v.size()); i += 1013)
+    EXPECT_NEAR(a2[i], std::exp(2.0 * v[i] + 1.0), 1e-2 * std::exp(2.0 * v[i] + 1.0));
+  EXPECT_EQ(c2, std::vector<float>(15, 2.25f));
+}
+
 }  // namespace
 
 namespace {
