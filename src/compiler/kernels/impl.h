@@ -484,7 +484,12 @@ void gemvCols(const void* w, int64_t ldw, int64_t c0, int64_t c1, int64_t K, con
         xs[u] = V::set1(x[k + u]);
         rows[u] = offsetPtr(base, E, (k + u) * ldw);
       }
+      // The next U rows are fetched while these stream (short rows: see gemvRowsBlock).
+      constexpr int64_t lineElems = 64 / (E == Elem::f32 ? 4 : 2);
+      const bool more = k + 2 * U <= K;
       for (int64_t j = 0; j < full; j += V::W) {
+        if (more && j % lineElems == 0)
+          for (int u = 0; u < U; ++u) __builtin_prefetch(offsetPtr(rows[u], E, U * ldw + j));
         typename V::R a = V::load(acc + j);
         for (int u = 0; u < U; ++u) a = V::fma(loadE<V, E>(offsetPtr(rows[u], E, j)), xs[u], a);
         V::store(acc + j, a);
