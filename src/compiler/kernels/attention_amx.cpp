@@ -59,14 +59,8 @@ uint64_t task(const AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh, int
     const int64_t g = r / bq, i = i0 + r % bq, h = kh * group + g;
     std::memcpy(&w.q[r * hd], q + b0 * p.qStride[0] + b1 * p.qStride[1] + h * p.qStride[2] + i * p.qStride[3],
                 sizeof(uint16_t) * static_cast<size_t>(hd));
-    int64_t lo = 0, hi = keyEnd;
-    if (p.causal) {
-      hi = std::min(hi, std::max<int64_t>(0, i + offset + 1));
-      if (p.window > 0) lo = std::max<int64_t>(0, i + offset - p.window + 1);
-    }
-    if (lo >= hi) lo = hi = 0;
-    w.lo[r] = static_cast<int32_t>(lo), w.hi[r] = static_cast<int32_t>(hi);
-    if (lo < hi) first = std::min(first, lo), last = std::max(last, hi);
+    keyRange(p, i, offset, keyEnd, w.lo[r], w.hi[r]);
+    if (w.lo[r] < w.hi[r]) first = std::min<int64_t>(first, w.lo[r]), last = std::max<int64_t>(last, w.hi[r]);
   }
   const uint16_t* kBase = static_cast<const uint16_t*>(p.k) + b0 * p.kStride[0] + b1 * p.kStride[1] + kh * p.kStride[2];
   const uint16_t* vBase = static_cast<const uint16_t*>(p.v) + b0 * p.vStride[0] + b1 * p.vStride[1] + kh * p.vStride[2];
@@ -164,26 +158,7 @@ bool attentionAmxApplies(const AttentionProblem& p) {
   return p.bf16 && p.softcap == 0 && p.hd % 32 == 0 && p.hd <= 256 && p.nq * (p.hq / p.hk) > 4;
 }
 
-uint64_t attentionAmx(const AttentionProblem& p, int threads) {
-  const int64_t group = p.hq / p.hk;
-  // About 64 rows (query x head of the group) a task, as the vector kernel.
-  const int64_t bq = std::clamp<int64_t>(64 / group, 1, p.nq);
-  const int64_t blocks = (p.nq + bq - 1) / bq;
-  const int64_t tasks = p.batch[0] * p.batch[1] * p.hk * blocks;
-  uint64_t keysRead = 0;
-#pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : keysRead)
-  {
-    Work w;
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t block = blocks - 1 - t % blocks, rest = t / blocks;
-      const int64_t kh = rest % p.hk, b = rest / p.hk;
-      const int64_t i0 = block * bq;
-      keysRead += task(p, b / p.batch[1], b % p.batch[1], kh, i0, std::min(bq, p.nq - i0), w);
-    }
-  }
-  return keysRead;
-}
+uint64_t attentionAmx(const AttentionProblem& p, int threads) { return runTasks<Work>(p, threads, &task); }
 
 }  // namespace radix::kernels
 

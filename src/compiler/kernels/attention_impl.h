@@ -3,6 +3,43 @@
 // compiles for its ISA.
 //   <omp.h> <algorithm> <cmath> <cstdint> <cstring> <limits> <vector> "compiler/kernels/attention.h"
 
+// Keys [lo, hi) that the query at position i sees: the causal mask (j <= i + offset), the window
+// and the key lengths (keyEnd); none: lo = hi = 0.
+inline void keyRange(const radix::kernels::AttentionProblem& p, int64_t i, int64_t offset, int64_t keyEnd, int32_t& lo,
+                     int32_t& hi) {
+  int64_t l = 0, h = keyEnd;
+  if (p.causal) {
+    h = std::min(h, std::max<int64_t>(0, i + offset + 1));
+    if (p.window > 0) l = std::max<int64_t>(0, i + offset - p.window + 1);
+  }
+  if (l >= h) l = h = 0;
+  lo = static_cast<int32_t>(l), hi = static_cast<int32_t>(h);
+}
+
+// The attention kernels' tasks over OpenMP threads: about 64 rows (query x head of the group)
+// a task, decode (one query) one task per key head; later query blocks see more keys under a
+// causal mask, so they go first. Work is each thread's scratch.
+template <class Work, class Task>
+uint64_t runTasks(const radix::kernels::AttentionProblem& p, int threads, Task task) {
+  const int64_t group = p.hq / p.hk;
+  const int64_t bq = std::clamp<int64_t>(64 / group, 1, p.nq);
+  const int64_t blocks = (p.nq + bq - 1) / bq;
+  const int64_t tasks = p.batch[0] * p.batch[1] * p.hk * blocks;
+  uint64_t keysRead = 0;
+#pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : keysRead)
+  {
+    Work w;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t block = blocks - 1 - t % blocks, rest = t / blocks;
+      const int64_t kh = rest % p.hk, b = rest / p.hk;
+      const int64_t i0 = block * bq;
+      keysRead += task(p, b / p.batch[1], b % p.batch[1], kh, i0, std::min(bq, p.nq - i0), w);
+    }
+  }
+  return keysRead;
+}
+
 template <int W>
 struct Attention {
   typedef float F __attribute__((vector_size(W * 4), aligned(4)));
@@ -116,14 +153,8 @@ struct Attention {
       loadRow(p.q, p.bf16, b0 * p.qStride[0] + b1 * p.qStride[1] + h * p.qStride[2] + i * p.qStride[3], qr, hd, pad, qMul);
       if (wide)
         for (int64_t d = 0; d < hd; ++d) w.qt[d * rp + r] = qr[d];
-      int64_t lo = 0, hi = keyEnd;
-      if (p.causal) {
-        hi = std::min(hi, std::max<int64_t>(0, i + offset + 1));
-        if (p.window > 0) lo = std::max<int64_t>(0, i + offset - p.window + 1);
-      }
-      if (lo >= hi) lo = hi = 0;
-      w.lo[r] = static_cast<int32_t>(lo), w.hi[r] = static_cast<int32_t>(hi);
-      if (lo < hi) first = std::min(first, lo), last = std::max(last, hi);
+      keyRange(p, i, offset, keyEnd, w.lo[r], w.hi[r]);
+      if (w.lo[r] < w.hi[r]) first = std::min<int64_t>(first, w.lo[r]), last = std::max<int64_t>(last, w.hi[r]);
     }
     const int64_t kBase = b0 * p.kStride[0] + b1 * p.kStride[1] + kh * p.kStride[2];
     const int64_t vBase = b0 * p.vStride[0] + b1 * p.vStride[1] + kh * p.vStride[2];
@@ -339,24 +370,6 @@ struct Attention {
   }
 
   static uint64_t run(const radix::kernels::AttentionProblem& p, int threads) {
-    const int64_t group = p.hq / p.hk;
-    // About 64 rows (query × head of the group) a task; decode (one query) is one task per key head.
-    const int64_t bq = std::clamp<int64_t>(64 / group, 1, p.nq);
-    const int64_t blocks = (p.nq + bq - 1) / bq;
-    const int64_t tasks = p.batch[0] * p.batch[1] * p.hk * blocks;
-    uint64_t keysRead = 0;
-#pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : keysRead)
-    {
-      Scratch w;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t t = 0; t < tasks; ++t) {
-        // Later query blocks see more keys under a causal mask: they go first.
-        const int64_t block = blocks - 1 - t % blocks, rest = t / blocks;
-        const int64_t kh = rest % p.hk, b = rest / p.hk;
-        const int64_t i0 = block * bq;
-        keysRead += task(p, b / p.batch[1], b % p.batch[1], kh, i0, std::min(bq, p.nq - i0), w);
-      }
-    }
-    return keysRead;
+    return runTasks<Scratch>(p, threads, &Attention::task);
   }
 };

@@ -20,34 +20,7 @@ namespace {
 
 #include "compiler/kernels/vec512.h"
 
-// In-register 16x16 transpose: r[i] holds row i; afterwards r[c] holds column c.
-inline void transpose16(__m512 (&r)[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
-  auto ps = [](__m512d x) { return _mm512_castpd_ps(x); };
-  for (int i = 0; i < 4; ++i) {  // r[4i+e]: lane L holds rows 4i..4i+3 of column 4L+e
-    r[4 * i] = ps(_mm512_unpacklo_pd(pd(t[4 * i]), pd(t[4 * i + 2])));
-    r[4 * i + 1] = ps(_mm512_unpackhi_pd(pd(t[4 * i]), pd(t[4 * i + 2])));
-    r[4 * i + 2] = ps(_mm512_unpacklo_pd(pd(t[4 * i + 1]), pd(t[4 * i + 3])));
-    r[4 * i + 3] = ps(_mm512_unpackhi_pd(pd(t[4 * i + 1]), pd(t[4 * i + 3])));
-  }
-  __m512 out[16];
-  for (int e = 0; e < 4; ++e) {
-    const __m512 lo01 = _mm512_shuffle_f32x4(r[e], r[4 + e], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 hi01 = _mm512_shuffle_f32x4(r[e], r[4 + e], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512 lo23 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 hi23 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], _MM_SHUFFLE(3, 2, 3, 2));
-    out[e] = _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(2, 0, 2, 0));
-    out[4 + e] = _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(3, 1, 3, 1));
-    out[8 + e] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(2, 0, 2, 0));
-    out[12 + e] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(3, 1, 3, 1));
-  }
-  for (int i = 0; i < 16; ++i) r[i] = out[i];
-}
+#include "compiler/kernels/transpose512.h"
 
 struct CfgF32 {
   using V = V512;
