@@ -1,5 +1,6 @@
 // radix-bench-cpu's oneDNN peer (a child process; see bench_worker.h): dnnl_sgemm for f32 GEMM
-// and GEMV, the matmul primitive for bf16 (bf16 in and out, f32 accumulation), and the softmax
+// and GEMV, the matmul primitive for bf16 (bf16 in and out, f32 accumulation; plain weights, or
+// with RADIX_BENCH_ONEDNN_WEIGHTS=packed its own layout reordered once), and the softmax
 // and eltwise (tanh, gelu_tanh) primitives, causal attention unfused (matmul, softmax, matmul),
 // and the convolution (NCHW, weights reordered once). Plain row-major layouts, as Radix gets them.
 // oneDNN runs on libgomp, which reads OMP_NUM_THREADS when it loads: the driver sets it.
@@ -9,6 +10,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <functional>
 
 #include "bench_worker.h"
@@ -67,7 +70,12 @@ class OneDnn : public bench::Backend {
       // gemv: src = x [1,K], weights = W^T, i.e. W [N,K] row-major seen as {K,N} with tag ba.
       dnnl::memory::desc src({m, k}, dt::bf16, tag::ab), wei({k, n}, dt::bf16, gemv ? tag::ba : tag::ab),
           dst({m, n}, dt::bf16, tag::ab);
-      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), engine_);
+      // RADIX_BENCH_ONEDNN_WEIGHTS=packed: the weights in the layout oneDNN picks (tag::any),
+      // reordered once here, as a framework does at load time; default: the plain weights.
+      const char* mode = std::getenv("RADIX_BENCH_ONEDNN_WEIGHTS");
+      const bool packed = mode && std::string(mode) == "packed";
+      const dnnl::memory::desc weiAny({k, n}, dt::bf16, tag::any);
+      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, packed ? weiAny : wei, dst), engine_);
       srcBf16_ = toBf16(bench::benchValues(m * k, gemv ? bench::kSeedX : bench::kSeedA));
       weiBf16_.assign(bench::weightCopies(f), toBf16(bench::benchValues(k * n, gemv ? bench::kSeedW : bench::kSeedB)));
       outBf16_.assign(m * n, 0);
@@ -76,7 +84,16 @@ class OneDnn : public bench::Backend {
       auto srcMem = std::make_shared<dnnl::memory>(src, engine_, srcBf16_.data());
       auto dstMem = std::make_shared<dnnl::memory>(dst, engine_, outBf16_.data());
       auto weiMems = std::make_shared<std::vector<dnnl::memory>>();
-      for (auto& w : weiBf16_) weiMems->emplace_back(wei, engine_, w.data());
+      for (auto& w : weiBf16_) {
+        if (!packed) {
+          weiMems->emplace_back(wei, engine_, w.data());
+          continue;
+        }
+        dnnl::memory plain(wei, engine_, w.data());
+        weiMems->emplace_back(pd.weights_desc(), engine_);
+        dnnl::reorder(plain, weiMems->back()).execute(stream_, plain, weiMems->back());
+        stream_.wait();
+      }
       run_ = [=, this] {
         prim->execute(stream_, {{DNNL_ARG_SRC, *srcMem}, {DNNL_ARG_WEIGHTS, next(*weiMems)}, {DNNL_ARG_DST, *dstMem}});
         stream_.wait();
