@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -595,6 +596,20 @@ struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir
       fn->removeAttr(kFreshOutputsAttr);
     }
     mlir::IRRewriter rewriter(fn.getContext());
+    // A copy between strided buffers (a KV cache row per head) would become a call of MLIR's
+    // generic memrefCopy, which walks the elements with index arithmetic: loops instead.
+    std::vector<mlir::memref::CopyOp> copies;
+    fn.walk([&](mlir::memref::CopyOp op) { copies.push_back(op); });
+    for (mlir::memref::CopyOp op : copies) {
+      auto from = mlir::dyn_cast<mlir::MemRefType>(op.getSource().getType());
+      auto to = mlir::dyn_cast<mlir::MemRefType>(op.getTarget().getType());
+      if (!from || !to || !from.hasStaticShape() ||
+          (mlir::memref::isStaticShapeAndContiguousRowMajor(from) && mlir::memref::isStaticShapeAndContiguousRowMajor(to)))
+        continue;
+      rewriter.setInsertionPoint(op);
+      mlir::linalg::CopyOp::create(rewriter, op.getLoc(), op.getSource(), op.getTarget());
+      rewriter.eraseOp(op);
+    }
     std::vector<mlir::linalg::GenericOp> reductions;
     fn.walk([&](mlir::linalg::GenericOp op) { reductions.push_back(op); });
     for (mlir::linalg::GenericOp op : reductions) {
