@@ -23,10 +23,6 @@
 
 namespace {
 
-// The tabled convolution GEMM (conv_impl.h's plan) on bf16 tiles: X gathered into row-major
-// 32-row blocks (the tiles' A), Y into 32-column VNNI panels (convPackYPairs), K padded
-// to 32 with zero rows; C blocks with unit-stride, equally spaced rows are loaded and stored by
-// the tiles, the others go through a 32 x 32 scratch and the tables.
 // One 32-column panel of Y (conv_impl.h's gather) in the tiles' pair layout: two k rows at a time,
 // each run of equally spaced unit-step columns interleaved with AVX-512 (a run is one masked load
 // per row), other runs element by element. Rows past kc and columns past nr are zero.
@@ -35,7 +31,6 @@ void convPackYPairs(const ConvGemmPlan& g, const uint16_t* y, int64_t k0, int64_
   const int64_t* col = g.yCol + j0;
   const int32_t* run = g.yRun + j0;
   const int32_t* stepOf = g.yStep + j0;
-  const __m512i idxLo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), idxHi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
   for (int64_t k = 0; k < kc; k += 2) {
     const uint16_t* r0 = y + g.yK[k0 + k];
     const uint16_t* r1 = k + 1 < kc ? y + g.yK[k0 + k + 1] : nullptr;
@@ -48,12 +43,13 @@ void convPackYPairs(const ConvGemmPlan& g, const uint16_t* y, int64_t k0, int64_
         const __mmask32 m = len >= 32 ? ~__mmask32(0) : (__mmask32(1) << len) - 1;
         const __m512i a = _mm512_maskz_loadu_epi16(m, r0 + at);
         const __m512i b = r1 ? _mm512_maskz_loadu_epi16(m, r1 + at) : _mm512_setzero_si512();
-        const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
+        __m512i lo, hi;
+        interleavePairs(a, b, lo, hi);
         const int n2 = 2 * len;
         const __mmask32 m0 = n2 >= 32 ? ~__mmask32(0) : (__mmask32(1) << n2) - 1;
         const __mmask32 m1 = n2 <= 32 ? 0 : n2 >= 64 ? ~__mmask32(0) : (__mmask32(1) << (n2 - 32)) - 1;
-        _mm512_mask_storeu_epi16(d + 2 * j, m0, _mm512_permutex2var_epi64(lo, idxLo, hi));
-        if (m1) _mm512_mask_storeu_epi16(d + 2 * j + 32, m1, _mm512_permutex2var_epi64(lo, idxHi, hi));
+        _mm512_mask_storeu_epi16(d + 2 * j, m0, lo);
+        if (m1) _mm512_mask_storeu_epi16(d + 2 * j + 32, m1, hi);
       } else {
         for (int t = 0; t < len; ++t) {
           d[2 * (j + t)] = r0[at + t * step];
@@ -83,6 +79,10 @@ void packXRows(const ConvGemmPlan& g, const uint16_t* x, int64_t i0, int64_t mc,
   }
 }
 
+// The tabled convolution GEMM (conv_impl.h's plan) on bf16 tiles: X gathered into row-major
+// 32-row blocks (the tiles' A), Y into 32-column VNNI panels (convPackYPairs), K padded
+// to 32 with zero rows; C blocks with unit-stride, equally spaced rows are loaded and stored by
+// the tiles, the others go through a 32 x 32 scratch and the tables.
 void convBlockAmx(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   constexpr int64_t MC = 256, KC = 1024, kYBlockElements = 64 * 1024;
   static thread_local Scratch sa, sb;
@@ -91,18 +91,20 @@ void convBlockAmx(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int
   float* c = g.c + gi * g.gc;
   const int64_t kcMax = std::min(KC, roundUp(g.k, 32)), mcMax = std::min(MC, roundUp(i1 - i0, 32));
   const int64_t ncBlock = std::clamp<int64_t>(kYBlockElements / kcMax / 32 * 32, 32, roundUp(j1 - j0, 32));
-  uint16_t* ap = static_cast<uint16_t*>(sa.get(sizeof(uint16_t) * static_cast<size_t>(mcMax * kcMax)));
   uint16_t* bp = static_cast<uint16_t*>(sb.get(sizeof(uint16_t) * static_cast<size_t>(ncBlock * kcMax)));
   alignas(64) float edge[32 * 32];
   // X is gathered once when it fits in 4 MB (the weights of an NCHW convolution, read by every
-  // block of Y), rows kp apart, each KC block of k a multiple of 32 but the last, zero-padded.
-  static thread_local Scratch sw;
+  // block of Y), rows kp apart, each KC block of k a multiple of 32 but the last, zero-padded;
+  // else per block into ap.
   const int64_t kp = roundUp(g.k, 32), rowsP = roundUp(i1 - i0, 32);
   const bool whole = rowsP * kp * 2 <= (int64_t(4) << 20);
   uint16_t* xWhole = nullptr;
+  uint16_t* ap = nullptr;
   if (whole) {
-    xWhole = static_cast<uint16_t*>(sw.get(sizeof(uint16_t) * static_cast<size_t>(rowsP * kp)));
+    xWhole = static_cast<uint16_t*>(sa.get(sizeof(uint16_t) * static_cast<size_t>(rowsP * kp)));
     packXRows(g, x, i0, i1 - i0, 0, g.k, kp, xWhole);
+  } else {
+    ap = static_cast<uint16_t*>(sa.get(sizeof(uint16_t) * static_cast<size_t>(mcMax * kcMax)));
   }
   HardwareTiles::config(fullTileConfig());
   for (int64_t jc = j0; jc < j1; jc += ncBlock) {
@@ -160,6 +162,16 @@ Path runAmx(const Problem& p, int threads) {
   return runAvx512(p, threads, true);  // GEMV (bandwidth-bound) and f32/f16 operands
 }
 
+void amxRoundBf16(const float* x, int64_t n, uint16_t* out) {
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32)
+    _mm512_storeu_si512(out + j, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + j + 16), _mm512_loadu_ps(x + j)));
+  for (; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1);
+    _mm256_mask_storeu_epi16(out + j, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + j)));
+  }
+}
+
 void amxPackRowsBf16(int64_t rows, int64_t k, const float* x, int64_t lda, void* packed) {
   const int64_t kp = roundUp(k, 32);
   static thread_local Scratch scratch;
@@ -172,16 +184,8 @@ void amxPackRowsBf16(int64_t rows, int64_t k, const float* x, int64_t lda, void*
         std::memset(d, 0, sizeof(uint16_t) * static_cast<size_t>(kp));
         continue;
       }
-      const float* s = x + (q * 32 + r) * lda;
-      int64_t j = 0;
-      for (; j + 32 <= k; j += 32)
-        _mm512_storeu_si512(d + j, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + j + 16), _mm512_loadu_ps(s + j)));
-      for (; j < k; ++j) {
-        uint32_t u;
-        std::memcpy(&u, s + j, 4);
-        d[j] = static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);  // round to nearest even
-      }
-      for (; j < kp; ++j) d[j] = 0;
+      amxRoundBf16(x + (q * 32 + r) * lda, k, d);
+      for (int64_t j = k; j < kp; ++j) d[j] = 0;
     }
     HardwareTiles::columnWords(reinterpret_cast<const char*>(tmp), kp * 2, 32, kp / 2,
                                reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(packed) + q * kp * 32));

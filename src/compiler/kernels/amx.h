@@ -37,6 +37,9 @@ bool amxInt8GemmPacked(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_
 /// zero-padded to 32), into amxBf16PanelBytes(rows, k) bytes, 64-byte aligned.
 ///   amxPackRowsBf16(512, 768, x, 768, packed);
 size_t amxBf16PanelBytes(int64_t rows, int64_t k);
+/// out[i] = x[i] rounded to bf16 (to nearest even), i < n; only where amxBf16Available().
+///   amxRoundBf16(row, 768, out);
+void amxRoundBf16(const float* x, int64_t n, uint16_t* out);
 void amxPackRowsBf16(int64_t rows, int64_t k, const float* x, int64_t lda, void* packed);
 /// C[i][j] += sum_k x[i][k] w[j][k] for i < xRows, j < wRows: w bf16 rows (k contiguous, row stride
 /// ldw), x packed by amxPackRowsBf16, C[i][j] at c[i * sci + j * scj]. One thread; only where

@@ -85,17 +85,24 @@ void packTilePanels(const typename TileTypes<Int8>::B* b, int64_t sbk, int64_t s
   using BT = typename TileTypes<Int8>::B;
   constexpr int G = TileTypes<Int8>::G, KT = TileTypes<Int8>::KT;
   int64_t q0 = 0;
-  if (sbn == 1 && kc == kcp && nc >= 32) {
+  if (sbn == 1 && nc >= 32) {
     // Row-major B, whole panels: KT rows at a time across all panels, so that each row is read
     // in sequence (one panel at a time read 64 bytes a row, a new page each, and was 3x slower).
+    // G rows at a time are interleaved into one panel row (vectorised by the compiler).
     const int64_t full = nc / 32;
+    if (kc < kcp)
+      for (int64_t q = 0; q < full; ++q) std::memset(dst + q * panel, 0, sizeof(BT) * static_cast<size_t>(kcp) * 32);
     for (int64_t kb = 0; kb < kc; kb += KT)
       for (int64_t q = 0; q < full; ++q) {
+        const int64_t rows = std::min<int64_t>(KT, kc - kb);
         BT* dk = dst + q * panel + (kb / G) * 32 * G;
         const BT* s = b + (k0 + kb) * sbk + j0 + q * 32;
-        for (int64_t k = 0; k < KT; k += G, dk += 32 * G, s += G * sbk)
+        int64_t k = 0;
+        for (; k + G <= rows; k += G, dk += 32 * G, s += G * sbk)
           for (int j = 0; j < 32; ++j)
             for (int g = 0; g < G; ++g) dk[j * G + g] = s[g * sbk + j];
+        for (int g = 0; k < rows; ++k, ++g, s += sbk)
+          for (int j = 0; j < 32; ++j) dk[j * G + g] = s[j];
       }
     q0 = full;
   }
@@ -112,20 +119,6 @@ void packTilePanels(const typename TileTypes<Int8>::B* b, int64_t sbk, int64_t s
         const BT* s = b + (j0 + q * 32 + j) * sbn + k0;
         BT* dt = d + j * G + words * 32 * G;
         for (int64_t k = words * G; k < kc; ++k) dt[k % G] = s[k];
-      }
-    } else if (sbn == 1 && nr == 32) {
-      // Rows of B: G rows at a time interleaved into one panel row (vectorised by the compiler).
-      int64_t k = 0;
-      for (; k + G <= kc; k += G) {
-        const BT* s = b + (k0 + k) * sbk + j0 + q * 32;
-        BT* dk = d + (k / G) * 32 * G;
-        for (int j = 0; j < 32; ++j)
-          for (int g = 0; g < G; ++g) dk[j * G + g] = s[g * sbk + j];
-      }
-      for (; k < kc; ++k) {
-        const BT* s = b + (k0 + k) * sbk + j0 + q * 32;
-        BT* dk = d + (k / G) * 32 * G + k % G;
-        for (int j = 0; j < 32; ++j) dk[j * G] = s[j];
       }
     } else {
       for (int64_t k = 0; k < kc; ++k) {

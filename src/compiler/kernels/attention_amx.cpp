@@ -87,9 +87,10 @@ uint64_t task(const AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh, int
         uint16_t* d = w.vp.data() + dp * kKeys * 32 + jj * 64;
         const __m512i a = r0 ? _mm512_loadu_si512(r0 + dp * 32) : _mm512_setzero_si512();
         const __m512i b = r1 ? _mm512_loadu_si512(r1 + dp * 32) : _mm512_setzero_si512();
-        const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
-        _mm512_storeu_si512(d, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi));
-        _mm512_storeu_si512(d + 32, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi));
+        __m512i lo, hi;
+        interleavePairs(a, b, lo, hi);
+        _mm512_storeu_si512(d, lo);
+        _mm512_storeu_si512(d + 32, hi);
       }
     }
     std::memset(w.s.data(), 0, sizeof(float) * static_cast<size_t>(rp * kKeys));

@@ -57,10 +57,10 @@ struct CfgBf16 {
   // d[2j] = r0[j], d[2j+1] = r1[j] (0 without r1) for j < n, zero up to NR.
   static void interleave(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
     if (n == NR && r1) {
-      const __m512i a = _mm512_loadu_si512(r0), b = _mm512_loadu_si512(r1);
-      const __m512i lo = _mm512_unpacklo_epi16(a, b), hi = _mm512_unpackhi_epi16(a, b);
-      _mm512_storeu_si512(d, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi));
-      _mm512_storeu_si512(d + 32, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi));
+      __m512i lo, hi;
+      interleavePairs(_mm512_loadu_si512(r0), _mm512_loadu_si512(r1), lo, hi);
+      _mm512_storeu_si512(d, lo);
+      _mm512_storeu_si512(d + 32, hi);
       return;
     }
     for (int j = 0; j < NR; ++j) {

@@ -234,8 +234,7 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
     if (run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16) {
       runConvGemmAmx(plan, t);
       amxCalls.fetch_add(1, std::memory_order_relaxed);
-    }
-    else if (run >= Isa::avx512bf16)
+    } else if (run >= Isa::avx512bf16)
       runConvGemmAvx512(plan, t, true);
     else if (run == Isa::avx512)
       runConvGemmAvx512(plan, t, false);

@@ -1,5 +1,5 @@
 // No include guard: included inside each AVX-512 TU's anonymous namespace and target pragma
-// (avx512.cpp, amx_tiles.h), after <immintrin.h>.
+// (avx512.cpp, amx_tiles.h), after <immintrin.h>. Register shuffles the kernels share.
 // In-register 16x16 transpose: r[i] holds row i; afterwards r[c] holds column c.
 inline void transpose16(__m512 (&r)[16]) {
   __m512 t[16];
@@ -27,4 +27,12 @@ inline void transpose16(__m512 (&r)[16]) {
     out[12 + e] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(3, 1, 3, 1));
   }
   for (int i = 0; i < 16; ++i) r[i] = out[i];
+}
+
+// Two rows of 32 16-bit values interleaved into pairs (VNNI layout): lo = a0 b0 a1 b1 ... a15 b15,
+// hi = a16 b16 ... a31 b31.
+inline void interleavePairs(__m512i a, __m512i b, __m512i& lo, __m512i& hi) {
+  const __m512i l = _mm512_unpacklo_epi16(a, b), h = _mm512_unpackhi_epi16(a, b);
+  lo = _mm512_permutex2var_epi64(l, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), h);
+  hi = _mm512_permutex2var_epi64(l, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), h);
 }

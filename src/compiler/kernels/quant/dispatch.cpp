@@ -7,7 +7,6 @@
 #include <atomic>
 #include <vector>
 
-#include "compiler/kernels/amx.h"
 #include "compiler/kernels/impl.h"
 #include "compiler/kernels/quant/qkernels.h"
 
@@ -99,7 +98,7 @@ extern "C" void radix_kernel_qcontract(int64_t aBase, int64_t aOffset, int64_t w
   // A cached object may ask for more than this CPU has: run the best it has.
   const Isa run = static_cast<Isa>(std::min<int64_t>(isa & 0xff, static_cast<int64_t>(hostIsa())));
   const bool vnni = (isa & kQIsaVnni) != 0 && hostVnni(run);
-  p.amx = run == Isa::amx && vnni && amxBf16Available();
+  p.amx = run == Isa::amx && vnni;  // run is amx only where hostIsa() saw the tiles granted
   // The int formats (separate scales) have only the scalar path.
   const bool scalarOnly = p.type == radix::QuantType::i8_channel || p.type == radix::QuantType::i4_group;
   const auto runRows = [&](int64_t n0, int64_t n1) {

@@ -534,13 +534,7 @@ QPath gemmAmx(const QProblem& p, int64_t n0, int64_t n1) {
     const int64_t rows = std::min(nb, n1 - j0);
     for (int64_t r = 0; r < rows; ++r) {
       decodeRow<F>(p.w + (j0 + r) * p.wRowBytes, p.k / F::kElems, row);
-      uint16_t* d = wd + r * p.k;
-      for (int64_t q = 0; q < p.k; q += 16) {  // round to nearest even, 16 at a time
-        const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(row + q));
-        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-        const __m512i r16 = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + q), _mm512_cvtepi32_epi16(r16));
-      }
+      radix::kernels::amxRoundBf16(row, p.k, wd + r * p.k);
     }
     radix::kernels::amxBf16RowsGemm(p.m, rows, p.k, xp, wd, p.k, p.c + j0 * p.scn, p.scm, p.scn);
   }
