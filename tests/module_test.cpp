@@ -27,6 +27,32 @@ size_t count(const std::string& text, const std::string& needle) {
 
 using radix::testing::errorOf;
 
+// Compile options that dump the module after `pass` into a fresh folder, removed again when
+// this goes out of scope; texts() is one dump per function.
+struct PassDump {
+  PassDump(const std::string& name, const std::string& passName, int threads = 1)
+      : dir(::testing::TempDir() + name), pass(passName) {
+    std::filesystem::remove_all(dir);
+    options.threads = threads;
+    options.cache = false;
+    options.dumpDir = dir;
+    options.dumpPasses = true;
+    options.dumpPassRegex = pass;
+  }
+  ~PassDump() { std::filesystem::remove_all(dir); }
+  std::vector<std::string> texts() const {
+    std::vector<std::string> out;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+      if (entry.path().string().find(pass) == std::string::npos) continue;
+      std::ifstream in(entry.path());
+      out.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return out;
+  }
+  std::string dir, pass;
+  radix::CompileOptions options;
+};
+
 // ---- FnCache ----
 
 TEST(Module, FnCache) {
@@ -278,15 +304,8 @@ struct CacheWriterCaller {
 TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
   for (const bool inCall : {false, true}) {
     SCOPED_TRACE(inCall ? "inside radix::call" : "in @main");
-    const std::string dir = ::testing::TempDir() + "radix_donated_self_copy";
-    std::filesystem::remove_all(dir);
-    radix::CompileOptions options;
-    options.threads = 1;
-    options.cache = false;
-    options.dumpDir = dir;
-    options.dumpPasses = true;
-    options.dumpPassRegex = "convert-linalg-to-loops";
-    const radix::Platform platform = cpu().withOptions(options);
+    const PassDump dump("radix_donated_self_copy", "convert-linalg-to-loops");
+    const radix::Platform platform = cpu().withOptions(dump.options);
     const Shape rowShape = Shape({1, 2, 3}, DType::f32).withTags({"s", "h", "d"});
     const Shape cacheShape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
     std::vector<float> zeros(64 * 6, 0.f);
@@ -301,18 +320,12 @@ TEST(Module, DonatedCacheWriteHasNoFullSizeCopy) {
     std::vector<float> expected = zeros;
     for (int i = 0; i < 6; ++i) expected[7 * 6 + i] = 2.f * static_cast<float>(i + 1);
     radix::testing::expectClose(result, expected, 0);
-    int dumps = 0;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-      if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
-      ++dumps;
-      std::ifstream in(entry.path());
-      for (std::string line; std::getline(in, line);) {
-        EXPECT_EQ(line.find("memref<64x2x3xf32> to memref<64x2x3xf32>"), std::string::npos) << line;
-        EXPECT_EQ(line.find("memref.alloc() {alignment = 64 : i64} : memref<64x2x3xf32>"), std::string::npos) << line;
-      }
+    const std::vector<std::string> texts = dump.texts();
+    for (const std::string& ir : texts) {
+      EXPECT_EQ(count(ir, "memref<64x2x3xf32> to memref<64x2x3xf32>"), 0u) << ir;
+      EXPECT_EQ(count(ir, "memref.alloc() {alignment = 64 : i64} : memref<64x2x3xf32>"), 0u) << ir;
     }
-    EXPECT_EQ(dumps, inCall ? 2 : 1);  // one per function
-    std::filesystem::remove_all(dir);
+    EXPECT_EQ(texts.size(), inCall ? 2u : 1u);  // one per function
   }
 }
 
@@ -328,15 +341,8 @@ struct RawCacheWriter {
 TEST(Module, StridedCacheWriteIsLoweredToLoops) {
   for (const int threads : {1, 2}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
-    const std::string dir = ::testing::TempDir() + "radix_strided_cache_write";
-    std::filesystem::remove_all(dir);
-    radix::CompileOptions options;
-    options.threads = threads;
-    options.cache = false;
-    options.dumpDir = dir;
-    options.dumpPasses = true;
-    options.dumpPassRegex = "reconcile-unrealized-casts";
-    const radix::Platform platform = cpu().withOptions(options);
+    const PassDump dump("radix_strided_cache_write", "reconcile-unrealized-casts", threads);
+    const radix::Platform platform = cpu().withOptions(dump.options);
     const Shape rowShape = Shape({3, 1, 5}, DType::f32).withTags({"h", "s", "d"});
     const Shape cacheShape = Shape({3, 40, 5}, DType::f32).withTags({"h", "s", "d"});
     std::vector<float> initial(3 * 40 * 5);
@@ -349,15 +355,9 @@ TEST(Module, StridedCacheWriteIsLoweredToLoops) {
     for (int h = 0; h < 3; ++h)
       for (int d = 0; d < 5; ++d) expected[(h * 40 + 11) * 5 + d] = -1.f;
     radix::testing::expectClose(result, expected, 0);
-    int dumps = 0;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-      if (entry.path().string().find("reconcile-unrealized-casts") == std::string::npos) continue;
-      ++dumps;
-      std::ifstream in(entry.path());
-      for (std::string line; std::getline(in, line);) EXPECT_EQ(line.find("memrefCopy"), std::string::npos) << line;
-    }
-    EXPECT_GE(dumps, 1);
-    std::filesystem::remove_all(dir);
+    const std::vector<std::string> texts = dump.texts();
+    for (const std::string& ir : texts) EXPECT_EQ(count(ir, "memrefCopy"), 0u) << ir;
+    EXPECT_GE(texts.size(), 1u);
   }
 }
 
@@ -378,15 +378,8 @@ TEST(Module, WhileLoopCarriesItsStateInPlace) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const std::string dir = ::testing::TempDir() + "radix_while_in_place";
-    std::filesystem::remove_all(dir);
-    radix::CompileOptions options;
-    options.threads = 1;
-    options.cache = false;
-    options.dumpDir = dir;
-    options.dumpPasses = true;
-    options.dumpPassRegex = "convert-linalg-to-loops";
-    const radix::Platform platform = cpu().withOptions(options);
+    const PassDump dump("radix_while_in_place", "convert-linalg-to-loops");
+    const radix::Platform platform = cpu().withOptions(dump.options);
     const Shape shape = Shape({64, 2, 3}, DType::f32).withTags({"s", "h", "d"});
     std::vector<float> init(64 * 6);
     for (size_t k = 0; k < init.size(); ++k) init[k] = static_cast<float>(k % 5);
@@ -401,15 +394,10 @@ TEST(Module, WhileLoopCarriesItsStateInPlace) {
     for (float& v : expected) v += 5 * c.perIteration;
     radix::testing::expectClose(result, expected, 1e-6);
     std::string ir;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-      if (entry.path().string().find("convert-linalg-to-loops") == std::string::npos) continue;
-      std::ifstream in(entry.path());
-      ir += std::string(std::istreambuf_iterator<char>(in), {});
-    }
+    for (const std::string& text : dump.texts()) ir += text;
     ASSERT_FALSE(ir.empty());
     EXPECT_LE(count(ir, "memref.alloc() {alignment = 64 : i64} : memref<64x2x3xf32>"), 1u) << ir;
     EXPECT_LE(count(ir, "memref<64x2x3xf32> to memref<64x2x3xf32>"), 2u) << ir;  // copies
-    std::filesystem::remove_all(dir);
   }
 }
 
