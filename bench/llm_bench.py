@@ -19,7 +19,8 @@ With --quant TYPES (q8_0,q4_0,q4_k_m,..., and f16/bf16 for 16-bit GGUF matrices)
 (tools/make_test_models.py --size bench --quant, written once into --gguf-dir), F32 and each type,
 run by `radix bench`, by llama.cpp's llama-bench where a build is found ($LLAMA_BENCH, else
 /work/peers/llama.cpp/build/bin/llama-bench; skipped with a message otherwise), PyTorch at f32 (it
-has no GGUF types) and the roof from the file's tensor bytes; plus radix/llama.cpp.
+has no GGUF types) and the roof from the file's tensor bytes; plus radix/llama.cpp. Both engines
+keep the KV cache in --kv-type (default f16, llama.cpp's default).
 Each child runs with OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS = T set before it
 starts (libgomp reads it at load time). Radix and PyTorch alternate per model and thread count.
 Prints one line per (model, dtype, threads, test) with Radix / roof and Radix / PyTorch.
@@ -212,6 +213,8 @@ def main():
     ap.add_argument("--quant", default="", help="GGUF types to run, e.g. q8_0,q4_0,q4_k_m (with F32): GPT-2 small "
                                                 "and Llama-110M shapes, random weights")
     ap.add_argument("--gguf-dir", default="/tmp/radix-llm-bench-gguf", help="where --quant's files are written")
+    ap.add_argument("--kv-type", default="f16", help="the KV cache's type in the GGUF runs, for Radix (--kv-type) and "
+                                                     "llama-bench (-ctk/-ctv) alike (default f16, llama.cpp's default)")
     ap.add_argument("--llama-bench", default=None, help="llama.cpp's llama-bench (default: $LLAMA_BENCH, else "
                                                         "/work/peers/llama.cpp/build/bin/llama-bench)")
     a = ap.parse_args()
@@ -261,6 +264,8 @@ def main():
                 # the file's dtype with f32 activations); f16 runs as llama.cpp's F16 does.
                 if not gguf:
                     cmd += ["--dtype", dtype] + (["--compute", "f32"] if dtype == "f16" else [])
+                else:
+                    cmd += ["--kv-type", a.kv_type]
                 cmd += shlex.split(a.radix_args)
                 out, radix_err = run(cmd, t, a.timeout)
                 radix_rows = parse_rows(out)
@@ -269,7 +274,7 @@ def main():
             llama_rows, llama_err = {}, None
             if gguf and llama_bench:
                 cmd = [llama_bench, "-m", folder, "-p", str(a.p), "-n", str(a.n), "-t", str(t), "-r", str(a.reps),
-                       "-o", "md"]
+                       "-ctk", a.kv_type, "-ctv", a.kv_type, "-o", "md"]
                 out, llama_err = run(cmd, t, a.timeout)
                 llama_rows = parse_table(out)
                 if not llama_err and not llama_rows:

@@ -8,6 +8,7 @@
 #include <radix/radix.h>
 #include <radix/testing.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -65,9 +66,17 @@ struct Spec {
   int64_t window = 0;
   std::vector<int32_t> lengths;   // per batch; empty: none
   double softcap = 0;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;  // q and out
   int threads = 1;
+  DType kv = DType::f32;     // k and v under an f32 q (a half-precision KV cache); bf16 q: bf16
 };
+
+DType kvOf(const Spec& s) { return s.dtype == DType::bf16 ? DType::bf16 : s.kv; }
+
+uint16_t toF16(float f) { return std::bit_cast<uint16_t>(static_cast<_Float16>(f)); }
+float fromF16(uint16_t h) { return static_cast<float>(std::bit_cast<_Float16>(h)); }
+uint16_t toHalf(DType d, float f) { return d == DType::f16 ? toF16(f) : toBf16(f); }
+float roundTo(DType d, float f) { return d == DType::f16 ? fromF16(toF16(f)) : d == DType::bf16 ? fromBf16(toBf16(f)) : f; }
 
 // softmax(mask(scale q·kᵀ)) v in double; a query that sees no key gives NaN.
 std::vector<double> reference(const Spec& s, const std::vector<float>& q, const std::vector<float>& k,
@@ -132,9 +141,9 @@ struct Inputs {
     q = randoms(s.b * s.hq * s.nq * s.hd, 1, 1.5f);
     k = randoms(s.b * s.hk * s.nk * s.hd, 2, 1.5f);
     v = randoms(s.b * s.hk * s.nk * s.hd, 3);
-    if (s.dtype == DType::bf16)
-      for (auto* x : {&q, &k, &v})
-        for (float& f : *x) f = fromBf16(toBf16(f));
+    for (float& f : q) f = roundTo(s.dtype, f);
+    for (auto* x : {&k, &v})
+      for (float& f : *x) f = roundTo(kvOf(s), f);
   }
 };
 
@@ -160,6 +169,12 @@ const std::vector<Spec>& specs() {
       {"bf16_q70_k200_offset_window_hd32", 1, 2, 2, 70, 200, 32, true, 100, 50, {}, 0, DType::bf16},
       {"bf16_key_lengths_not_causal_hd64", 2, 2, 1, 20, 90, 64, false, std::nullopt, 0, {90, 33}, 0, DType::bf16},
       {"bf16_key_lengths_zero_gives_nan_hd32", 2, 2, 1, 9, 40, 32, false, std::nullopt, 0, {40, 0}, 0, DType::bf16},
+      // f32 queries over an f16 or bf16 cache: decode and prefill, odd head widths for the tails.
+      {"f16kv_q1_decode_hd40", 1, 4, 4, 1, 300, 40, true, 255, 0, {}, 0, DType::f32, 1, DType::f16},
+      {"f16kv_q1_gqa4_decode", 2, 8, 2, 1, 129, 64, true, 100, 0, {}, 0, DType::f32, 1, DType::f16},
+      {"f16kv_q33_gqa2_causal_hd24", 2, 4, 2, 33, 65, 24, true, std::nullopt, 0, {}, 0, DType::f32, 2, DType::f16},
+      {"bf16kv_q1_decode", 1, 4, 4, 1, 300, 64, true, 255, 0, {}, 0, DType::f32, 1, DType::bf16},
+      {"bf16kv_q70_offset_window_hd32", 1, 2, 2, 70, 200, 32, true, 100, 50, {}, 0, DType::f32, 1, DType::bf16},
   };
   return all;
 }
@@ -168,6 +183,7 @@ kernels::AttentionProblem problemFor(const Spec& s, const void* q, const void* k
                                      const int32_t* offset) {
   kernels::AttentionProblem p;
   p.q = q, p.k = k, p.v = v, p.out = out, p.bf16 = s.dtype == DType::bf16;
+  p.kv = kvOf(s) == DType::f16 ? kernels::Elem::f16 : kvOf(s) == DType::bf16 ? kernels::Elem::bf16 : kernels::Elem::f32;
   p.offset = offset;
   p.lengths = s.lengths.empty() ? nullptr : s.lengths.data();
   p.lengthStride[0] = 1;
@@ -189,18 +205,28 @@ void checkVariant(Variant run, const Spec& s) {
   const std::vector<double> expected = reference(s, in.q, in.k, in.v);
   std::vector<double> actual(expected.size());
   const int32_t offset = s.offset.value_or(0);
+  std::vector<uint16_t> hq, hk, hv, hout;
+  std::vector<float> fout;
+  const void* q = in.q.data();
+  const void* k = in.k.data();
+  const void* v = in.v.data();
+  void* out = nullptr;
   if (s.dtype == DType::bf16) {
-    std::vector<uint16_t> q, k, v, out(expected.size());
-    for (float f : in.q) q.push_back(toBf16(f));
-    for (float f : in.k) k.push_back(toBf16(f));
-    for (float f : in.v) v.push_back(toBf16(f));
-    run(problemFor(s, q.data(), k.data(), v.data(), out.data(), s.offset ? &offset : nullptr), s.threads);
-    for (size_t i = 0; i < out.size(); ++i) actual[i] = fromBf16(out[i]);
+    for (float f : in.q) hq.push_back(toBf16(f));
+    q = hq.data();
+    hout.resize(expected.size());
+    out = hout.data();
   } else {
-    std::vector<float> out(expected.size());
-    run(problemFor(s, in.q.data(), in.k.data(), in.v.data(), out.data(), s.offset ? &offset : nullptr), s.threads);
-    for (size_t i = 0; i < out.size(); ++i) actual[i] = out[i];
+    fout.resize(expected.size());
+    out = fout.data();
   }
+  if (kvOf(s) != DType::f32) {
+    for (float f : in.k) hk.push_back(toHalf(kvOf(s), f));
+    for (float f : in.v) hv.push_back(toHalf(kvOf(s), f));
+    k = hk.data(), v = hv.data();
+  }
+  run(problemFor(s, q, k, v, out, s.offset ? &offset : nullptr), s.threads);
+  for (size_t i = 0; i < actual.size(); ++i) actual[i] = s.dtype == DType::bf16 ? fromBf16(hout[i]) : fout[i];
   expectClose(actual, expected, tolerance(s.dtype), s.name);
 }
 
@@ -267,7 +293,7 @@ std::vector<double> compiled(const Spec& s, const Inputs& in, const radix::Platf
   std::optional<Composed> composed;
   if (!fused) composed.emplace();
   const Shape qs = Shape({s.b, s.hq, s.nq, s.hd}, s.dtype).withTags({"b", "h", "q", "hd"});
-  const Shape ks = Shape({s.b, s.hk, s.nk, s.hd}, s.dtype).withTags({"b", "h", "k", "hd"});
+  const Shape ks = Shape({s.b, s.hk, s.nk, s.hd}, kvOf(s)).withTags({"b", "h", "k", "hd"});
   Tensor q = Tensor::fromValues(platform, qs, in.q), k = Tensor::fromValues(platform, ks, in.k),
          v = Tensor::fromValues(platform, ks, in.v);
   std::optional<Tensor> offset, lengths;
@@ -292,7 +318,7 @@ radix::Platform withThreads(int threads, std::string features = "") {
 TEST(AttentionKernels, SdpaFusedMatchesReferenceAndComposition) {
   const kernels::AttentionIsa isa = kernels::attentionHostIsa();
   for (const char* name : {"q1_gqa4_decode", "q33_k600_offset_window", "key_lengths_zero_gives_nan", "softcap",
-                           "bf16_q33_gqa2_causal"}) {
+                           "bf16_q33_gqa2_causal", "f16kv_q1_gqa4_decode", "bf16kv_q70_offset_window_hd32"}) {
     const Spec& s = *std::find_if(specs().begin(), specs().end(), [&](const Spec& x) { return std::string(x.name) == name; });
     const Inputs in(s);
     const std::vector<double> expected = reference(s, in.q, in.k, in.v);

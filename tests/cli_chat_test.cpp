@@ -332,7 +332,8 @@ TEST(CliGenerate, F16GgufKeepsItsDtype) {
   for (const Case& c : {Case{"", "f16 weights, f32 compute", want}, Case{"--dtype f16", "f16 weights, f32 compute", want},
                         Case{"--dtype f32", "f32 weights, f32 compute", want},
                         Case{"--dtype f16 --compute f16", "f16 weights, f16 compute", want},
-                        Case{"--dtype bf16", "bf16 weights, f32 compute", bf16}}) {
+                        Case{"--dtype bf16", "bf16 weights, f32 compute", bf16},
+                        Case{"--kv-type f16", "f16 weights, f32 compute, f16 KV cache", want}}) {
     const CliRun r = radix("generate --model " + model + " --prompt 'Hello world' -n 6 --temp 0 --ids -t 1 " + c.flags);
     ASSERT_EQ(r.status, 0) << c.flags << ": " << r.err;
     EXPECT_NE(r.err.find("[generate] llama, " + c.dtypes + ", load"), std::string::npos) << c.flags << ": " << r.err;

@@ -82,6 +82,8 @@ TEST(CliGenerate, BadArgumentsGiveCleanErrors) {
       {"generate --prompt x -n 3 --frobnicate" + m, "[generate] unknown option \"--frobnicate\"", 2},
       {"generate --prompt x -n 3 --top-p 0" + m, "[generate] --top-p must be in (0, 1]", 2},
       {"generate --prompt x -n 3 --dtype f64" + m, "[generate] --dtype must be f32, bf16 or f16, got \"f64\"", 2},
+      {"generate --prompt x -n 3 --kv-type q8" + m, "[generate] --kv-type must be f32, bf16 or f16, got \"q8\"", 2},
+      {"bench --kv-type i8" + m, "[bench] --kv-type must be f32, bf16 or f16, got \"i8\"", 2},
       {"generate --prompt x -n 3 --model /nonexistent/model", "[generate] no model at \"/nonexistent/model\"", 1},
       {"generate --prompt \"$(head -c 200 /dev/zero | tr '\\0' a)\" -n 3" + m,
        "[generate] the prompt's 200 tokens do not fit the model's context of 128", 1},

@@ -102,6 +102,8 @@ TEST(ModelsEngine, ContextPositionAndErrors) {
   EXPECT_EQ(radix::testing::errorOf([&] { lm.reset(100000); }),
             "[generate] 100000 tokens do not fit the model's context of 128");
   EXPECT_EQ(radix::testing::errorOf([&] { LanguageModel::open(cpu, testModels() + "/missing"); }).rfind("[generate] no model at", 0), 0u);
+  EXPECT_EQ(radix::testing::errorOf([&] { LanguageModel::open(cpu, testModels() + "/gpt2-tiny", {.kvDtype = DType::i32}); }),
+            "[generate] the KV cache must be f32, bf16 or f16, got i32");
 }
 
 TEST(ModelsEngine, NoRecompilationPerTokenOrPromptLength) {

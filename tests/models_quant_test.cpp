@@ -10,7 +10,8 @@
 // to a few percent; decoding itself is exact). Greedy ids: 16 steps, each fed the reference's id.
 // Radix's id must be the reference's, except at a step where the reference's top-1/top-2 gap is
 // below kTieGap x its logit range; there the reference's second choice is accepted too, and
-// anything else fails.
+// anything else fails. An f16 or bf16 KV cache rounds keys and values once, well inside that
+// tolerance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -56,6 +57,7 @@ struct Case {
   const char* fileType;  // q8_0, q4_0, q4_k_m, ...
   const char* weightType;  // what LanguageModel::weightType() says
   int threads;
+  DType kv = DType::f32;   // the KV cache's dtype (the reference keeps f32)
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -70,8 +72,9 @@ TEST_P(ModelsQuant, GreedyIdsAndLogitsMatchTheDequantizedReference) {
   const Oracle& want = oracle(std::string(c.family) + "_ref.py", base, prompt, kSteps, "f32", "--gguf " + file);
   ASSERT_EQ(want.logits.size(), size_t(kSteps));
 
-  LanguageModel lm = LanguageModel::open(testPlatform(c.threads), file);
+  LanguageModel lm = LanguageModel::open(testPlatform(c.threads), file, {.kvDtype = c.kv});
   EXPECT_EQ(lm.weightType(), c.weightType);
+  EXPECT_EQ(lm.kvDtype(), c.kv);
   lm.reset(static_cast<int64_t>(prompt.size()) + kSteps);
   Tensor logits = lm.feed(prompt);
   double worst = 0;
@@ -110,7 +113,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"LlamaQ8_0", "llama", "q8_0", "Q8_0", 2}, Case{"LlamaQ4_0", "llama", "q4_0", "Q4_0", 1},
                       Case{"LlamaQ4_K_M", "llama", "q4_k_m", "Q4_K - Medium", 1},
                       Case{"LlamaQ5_K_M", "llama", "q5_k_m", "Q5_K - Medium", 1},
-                      Case{"LlamaQ6_K", "llama", "q6_k", "Q6_K", 2}),
+                      Case{"LlamaQ6_K", "llama", "q6_k", "Q6_K", 2},
+                      // A half-precision KV cache (llama.cpp's default f16) under f32 attention.
+                      Case{"LlamaQ4_0F16Cache", "llama", "q4_0", "Q4_0", 1, DType::f16},
+                      Case{"Gpt2Q8_0Bf16Cache", "gpt2", "q8_0", "Q8_0", 2, DType::bf16}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 std::vector<uint8_t> readFile(const std::string& path) {

@@ -51,6 +51,7 @@ bool runOption(Args& args, std::string_view flag, RunOptions& o) {
   else if (flag == "-t" || flag == "--threads") o.threads = args.number<int>(flag);
   else if (flag == "--dtype") o.dtype = parseDtype(args.verb, flag, args.value(flag));
   else if (flag == "--compute") o.compute = parseDtype(args.verb, flag, args.value(flag));
+  else if (flag == "--kv-type") o.kv = parseDtype(args.verb, flag, args.value(flag));
   else if (flag == "--system") o.system = std::string(args.value(flag));
   else if (flag == "--template") o.templateFile = std::string(args.value(flag));
   else if (flag == "--verbose" || flag == "-v") o.verbose = true;
@@ -125,6 +126,7 @@ models::LoadOptions chooseDtypes(const RunOptions& o) {
     if (std::filesystem::exists(*o.model, ec)) load.dtype = storedDtype(io::Checkpoint::open(*o.model));
   }
   load.compute = o.compute.value_or(DType::f32);
+  load.kvDtype = o.kv;
   return load;
 }
 
@@ -134,7 +136,9 @@ models::LanguageModel openModel(const RunOptions& o, const models::LoadOptions& 
 }
 
 std::string dtypesText(const models::LanguageModel& lm) {
-  return lm.weightType() + " weights, " + std::string(name(lm.computeDtype())) + " compute";
+  std::string text = lm.weightType() + " weights, " + std::string(name(lm.computeDtype())) + " compute";
+  if (lm.kvDtype() != lm.computeDtype()) text += ", " + std::string(name(lm.kvDtype())) + " KV cache";
+  return text;
 }
 
 }  // namespace radix::cli

@@ -68,7 +68,7 @@ struct RunOptions {
   models::Sampling sampling{.temperature = 0.8, .topK = 40, .topP = 0.95, .seed = 0};
   bool seeded = false;
   int threads = 0;
-  std::optional<DType> dtype, compute;
+  std::optional<DType> dtype, compute, kv;
   std::optional<std::string> system, templateFile;
   bool verbose = false;
 };

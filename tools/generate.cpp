@@ -179,7 +179,7 @@ int benchImpl(Args& args) {
   std::vector<int> threads = {static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::vector<DType> dtypes = {DType::f32};
   bool dtypeGiven = false;
-  std::optional<DType> compute;
+  std::optional<DType> compute, kv;
   while (!args.done()) {
     const std::string_view flag = args.flag();
     if (flag == "--model" || flag == "-m") {
@@ -199,6 +199,8 @@ int benchImpl(Args& args) {
       for (std::string_view d : splitList(args.value(flag))) dtypes.push_back(cli::parseDtype("bench", flag, d));
     } else if (flag == "--compute") {
       compute = cli::parseDtype("bench", flag, args.value(flag));
+    } else if (flag == "--kv-type") {
+      kv = cli::parseDtype("bench", flag, args.value(flag));
     } else {
       args.unknown(flag);
     }
@@ -218,7 +220,7 @@ int benchImpl(Args& args) {
 
   // The first model loads before the table starts, so that a bad path is a clean error.
   std::optional<models::LanguageModel> first =
-      models::LanguageModel::open(cli::platformWith(threads[0]), *model, {.dtype = dtypes[0], .compute = compute});
+      models::LanguageModel::open(cli::platformWith(threads[0]), *model, {.dtype = dtypes[0], .compute = compute, .kvDtype = kv});
   if (std::max(prompt, gen) > first->maxContext())
     throw Error("[bench] -p/-n exceed the model's context of " + std::to_string(first->maxContext()));
   std::printf("| model | size | params | dtype | threads | test | t/s |\n");
@@ -230,7 +232,7 @@ int benchImpl(Args& args) {
     for (int t : threads) {
       models::LanguageModel lm =
           first ? std::move(*first)
-                : models::LanguageModel::open(cli::platformWith(t), *model, {.dtype = dtype, .compute = compute});
+                : models::LanguageModel::open(cli::platformWith(t), *model, {.dtype = dtype, .compute = compute, .kvDtype = kv});
       first.reset();
       std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(lm.vocabSize() - 1));
       auto row = [&](const char* kind, int64_t count, auto&& once) {

@@ -96,7 +96,10 @@ constexpr std::string_view kDtypeHelp =
     "  --dtype f32|bf16|f16  the weights' dtype (default: the stored one for f16/bf16 files, else f32);\n"
     "                        a GGUF's Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K weights stay quantized\n"
     "  --compute f32|bf16|f16\n"
-    "                        the activations' dtype (default f32)\n";
+    "                        the activations' dtype (default f32)\n"
+    "  --kv-type f32|f16|bf16\n"
+    "                        the KV cache's dtype (default: the activations'); f16 halves what\n"
+    "                        decoding reads per cached token, as llama.cpp's default f16 cache\n";
 
 constexpr std::string_view kSamplingHelp =
     "  --temp T              sampling temperature, 0 for greedy (default 0.8)\n"
@@ -109,7 +112,8 @@ const Command kCommands[] = {
     {"generate",
      "radix generate [--model PATH] --prompt TEXT -n N [--chat] [--system TEXT] [--template FILE]\n"
      "                      [--temp T] [--top-k K] [--top-p P] [--seed S] [-t THREADS]\n"
-     "                      [--dtype f32|bf16|f16] [--compute f32|bf16|f16] [--ids] [--verbose]",
+     "                      [--dtype f32|bf16|f16] [--compute f32|bf16|f16] [--kv-type f32|f16|bf16]\n"
+     "                      [--ids] [--verbose]",
      "Streams the prompt and N generated tokens, then prompt and generation speed on stderr.\n"
      "  -m, --model PATH      an HF folder or a .gguf file (default: the model embedded in radix)\n"
      "  -p, --prompt TEXT     the prompt (special tokens such as <|im_start|> are matched whole)\n"
@@ -124,7 +128,7 @@ const Command kCommands[] = {
     {"chat",
      "radix chat [--model PATH] [--system TEXT] [--template FILE] [-n MAX] [-c CTX] [--temp T]\n"
      "                  [--top-k K] [--top-p P] [--seed S] [-t THREADS] [--dtype f32|bf16|f16]\n"
-     "                  [--compute f32|bf16|f16] [--verbose]",
+     "                  [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [--verbose]",
      "A conversation with the model through its chat template. On a terminal: type a message and\n"
      "Enter; Ctrl-D ends. Otherwise one message per line of stdin, one reply per line of stdout.\n"
      "The KV cache is kept between turns: each turn feeds only the new tokens.\n"
@@ -152,7 +156,7 @@ const Command kCommands[] = {
      radix::cli::quantizeCommand},
     {"bench",
      "radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16|f16[,..]]\n"
-     "                   [--compute f32|bf16|f16] [-r REPS]",
+     "                   [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [-r REPS]",
      "Prompt processing (ppP) and generation (tgN) tokens/s as llama-bench prints them.\n"
      "  -m, --model PATH      an HF folder or a .gguf file\n"
      "  -p N                  prompt tokens (0: skip; default 512)\n"
@@ -162,6 +166,7 @@ const Command kCommands[] = {
      "                        files, with f32 activations; else f32); quantized GGUF weights stay\n"
      "                        quantized, and the dtype column prints their type (\"Q4_K - Medium\")\n"
      "  --compute D           the activations' dtype (default: the weights' when --dtype is given)\n"
+     "  --kv-type D           the KV cache's dtype (default: the activations')\n"
      "  -r N                  repetitions per row (default 3)\n",
      radix::cli::benchCommand},
     {"cache", "radix cache ls|clear [DIR]",

@@ -81,7 +81,7 @@ constexpr const char* kEntryKeySymbol = "radix_entry_key";
 constexpr size_t kMaxProfileSitesBytes = 64 << 20;
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-12";
+constexpr const char* kPipelineVersion = "pipeline-13";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";

@@ -109,7 +109,7 @@ struct LanguageModel::Impl {
   Platform platform;
   std::string arch;
   std::optional<Tokenizer> tokenizer;
-  DType dtype = DType::f32, compute = DType::f32;
+  DType dtype = DType::f32, compute = DType::f32, kv = DType::f32;
   std::string weightType;
   int64_t parameters = 0;
   uint64_t bytes = 0;
@@ -288,6 +288,8 @@ LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::
                                             std::string_view configJson) {
   if (options.dtype != DType::f32 && options.dtype != DType::bf16 && options.dtype != DType::f16)
     fail("weights must be f32, bf16 or f16");
+  if (options.kvDtype && *options.kvDtype != DType::f32 && *options.kvDtype != DType::bf16 && *options.kvDtype != DType::f16)
+    fail("the KV cache must be f32, bf16 or f16, got " + std::string(name(*options.kvDtype)));
   ConfigValues extra;
   std::string configType;
   if (!configJson.empty()) {
@@ -306,6 +308,7 @@ LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::
   impl->tokenizer = std::move(tokenizer);
   impl->dtype = options.dtype;
   impl->compute = options.compute.value_or(options.dtype);
+  impl->kv = options.kvDtype.value_or(impl->compute);
   impl->weightType = weightTypeOf(checkpoint, options.dtype);
   return LanguageModel(std::move(impl));
 }
@@ -335,6 +338,7 @@ uint64_t LanguageModel::weightBytes() const { return impl_->bytes; }
 DType LanguageModel::dtype() const { return impl_->dtype; }
 const std::string& LanguageModel::weightType() const { return impl_->weightType; }
 DType LanguageModel::computeDtype() const { return impl_->compute; }
+DType LanguageModel::kvDtype() const { return impl_->kv; }
 int64_t LanguageModel::vocabSize() const { return impl_->vocab; }
 int64_t LanguageModel::maxContext() const { return impl_->maxContext; }
 bool LanguageModel::hasTokenizer() const { return impl_->tokenizer.has_value(); }
@@ -355,7 +359,7 @@ void LanguageModel::reset(int64_t tokens) {
   if (context != m.context) {
     m.clear();
     m.cache.reset();
-    m.cache = KvState::zeros(m.platform, m.layers, context, m.kvHeads, m.headDim, m.compute);
+    m.cache = KvState::zeros(m.platform, m.layers, context, m.kvHeads, m.headDim, m.kv);
     m.context = context;
   }
   // Stale entries past the position are masked (and overwritten before they become visible).

@@ -69,9 +69,12 @@ inline void checkSdpaAxes(const Tensor& q, const Tensor& k, const Tensor& v) {
 
 /// The composition of sdpa from ops: the reference the attention kernel must match, and what
 /// runs where the kernel does not apply. Same contract as nn::sdpa.
-inline Tensor sdpaReference(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
+inline Tensor sdpaReference(const Tensor& q, const Tensor& k0, const Tensor& v0, const AttentionOptions& options) {
   {
-    checkSdpaAxes(q, k, v);
+    checkSdpaAxes(q, k0, v0);
+    // A cache of another dtype (f16 keys under f32 queries) is read in the queries' dtype.
+    const Tensor k = k0.dtype() == q.dtype() ? k0 : detail::as(k0, q.dtype());
+    const Tensor v = v0.dtype() == q.dtype() ? v0 : detail::as(v0, q.dtype());
     const int64_t heads = q.dim("h"), kvHeads = k.dim("h");
     const bool grouped = heads != kvHeads;
     const Tensor qg = grouped ? q.splitAxis("h", {{"h", kvHeads}, {"hg", heads / kvHeads}}) : q;
@@ -157,11 +160,13 @@ inline std::vector<Tag> batchTagsOf(const Shape& s, Tag sequence) {
 }
 
 /// Whether the attention kernel can run this sdpa (else the composition runs as it is): no
-/// bias; q, k, v of one dtype (f32 or bf16) with "hd" last; k and v alike; at most two batch
-/// axes, the same in q and k; a scalar integer queryOffset.
+/// bias; q f32 or bf16 with "hd" last; k and v alike, of q's dtype or (under an f32 q) f16 or
+/// bf16, as a half-precision KV cache holds them; at most two batch axes, the same in q and k;
+/// a scalar integer queryOffset.
 inline bool attentionKernelApplies(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
-  const DType d = q.dtype();
-  if (o.bias || (d != DType::f32 && d != DType::bf16) || k.dtype() != d || v.dtype() != d) return false;
+  const DType d = q.dtype(), kv = k.dtype();
+  if (o.bias || (d != DType::f32 && d != DType::bf16) || v.dtype() != kv) return false;
+  if (kv != d && !(d == DType::f32 && (kv == DType::f16 || kv == DType::bf16))) return false;
   if (!(k.shape() == v.shape()) || q.shape().tag(q.rank() - 1) != Tag("hd") || k.shape().tag(k.rank() - 1) != Tag("hd") ||
       q.dim("hd") != k.dim("hd"))
     return false;
@@ -201,6 +206,7 @@ inline Tensor attentionKernelBody(const AttentionKernelSpec& spec, const Tensor&
   std::vector<std::pair<std::string, int64_t>> ints = {
       {"causal", spec.causal ? 1 : 0}, {"window", spec.window}, {"offset", offset ? 1 : 0},
       {"lengths", lengths ? 1 : 0}, {"dtype", q.dtype() == DType::bf16 ? 2 : 0},
+      {"kv_dtype", k.dtype() == DType::bf16 ? 2 : k.dtype() == DType::f16 ? 1 : 0},
       {"hq", q.dim("h")}, {"hk", k.dim("h")}, {"nq", q.dim("q")}, {"nk", k.dim("k")}, {"hd", q.dim("hd")}};
   for (size_t i = 0; i < 2; ++i) {
     const std::string n = std::to_string(i);

@@ -12,6 +12,7 @@
 
 #include "compiler/kernels/amx.h"
 #include "compiler/kernels/attention.h"
+#include "compiler/kernels/half.h"
 
 namespace {
 #include "compiler/kernels/attention_impl.h"
@@ -60,9 +61,13 @@ extern "C" void radix_kernel_attention(int64_t args) {
   const int64_t* a = reinterpret_cast<const int64_t*>(args);
   AttentionProblem p;
   p.bf16 = a[kAttnDtype] == 2;
-  const int64_t bytes = p.bf16 ? 2 : 4;
-  const auto at = [&](int i) { return reinterpret_cast<char*>(a[i]) + a[i + 1] * bytes; };
-  p.q = at(kAttnQ), p.k = at(kAttnK), p.v = at(kAttnV), p.out = at(kAttnOut);
+  const int64_t kv = a[kAttnKvDtype];
+  if (kv != static_cast<int64_t>(Elem::f32) && kv != static_cast<int64_t>(Elem::f16) && kv != static_cast<int64_t>(Elem::bf16))
+    return;
+  p.kv = static_cast<Elem>(kv);
+  const int64_t bytes = p.bf16 ? 2 : 4, kvBytes = p.kv == Elem::f32 ? 4 : 2;
+  const auto at = [&](int i, int64_t size) { return reinterpret_cast<char*>(a[i]) + a[i + 1] * size; };
+  p.q = at(kAttnQ, bytes), p.k = at(kAttnK, kvBytes), p.v = at(kAttnV, kvBytes), p.out = at(kAttnOut, bytes);
   if (a[kAttnOffset] != 0) p.offset = reinterpret_cast<const int32_t*>(a[kAttnOffset]) + a[kAttnOffset + 1];
   if (a[kAttnLengths] != 0) p.lengths = reinterpret_cast<const int32_t*>(a[kAttnLengths]) + a[kAttnLengths + 1];
   for (int i = 0; i < 2; ++i) {

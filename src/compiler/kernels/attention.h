@@ -5,6 +5,8 @@
 // block sees are read (causal, window, keyLengths), so decode reads the used part of a cache.
 #include <cstdint>
 
+#include "compiler/kernels/kernels.h"
+
 namespace radix::kernels {
 
 /// The attention kernel's instruction sets (its own: it needs no more than AVX-512F).
@@ -18,7 +20,8 @@ struct AttentionProblem {
   const void* k = nullptr;
   const void* v = nullptr;
   void* out = nullptr;
-  bool bf16 = false;                // all four operands bf16, else f32
+  bool bf16 = false;                // q and out bf16, else f32
+  Elem kv = Elem::f32;              // k and v: f32, f16 or bf16 (bf16 when bf16 is)
   const int32_t* offset = nullptr;  // position of query 0 among the keys; null: nk - nq
   const int32_t* lengths = nullptr; // keys at positions >= lengths[b] are masked; null: none
   int64_t lengthStride[2] = {0, 0}; // per batch axis
@@ -51,7 +54,7 @@ uint64_t attentionKeysRead();
 uint64_t attentionX86_64(const AttentionProblem& p, int threads);
 uint64_t attentionAvx2(const AttentionProblem& p, int threads);
 uint64_t attentionAvx512(const AttentionProblem& p, int threads);
-/// AMX tiles (attention_amx.cpp): bf16 prefill with hd a multiple of 32 (at most 256) and no
+/// AMX tiles (attention_amx.cpp): bf16 prefill (q, k, v all bf16) with hd a multiple of 32 (at most 256) and no
 /// softcap, where attentionAmxApplies(p); call only where amxBf16Available().
 uint64_t attentionAmx(const AttentionProblem& p, int threads);
 bool attentionAmxApplies(const AttentionProblem& p);
@@ -64,7 +67,7 @@ enum AttentionArg : int {
   kAttnOut = 6,
   kAttnOffset = 8,   // base 0: none
   kAttnLengths = 10, // base 0: none
-  kAttnDtype = 12,   // 0 f32, 2 bf16
+  kAttnDtype = 12,   // q and out: 0 f32, 2 bf16
   kAttnBatch = 13,   // 2 values
   kAttnHq = 15,
   kAttnHk,
@@ -82,6 +85,7 @@ enum AttentionArg : int {
   kAttnSoftcap,  // f64 bits, 0: none
   kAttnThreads,
   kAttnIsa,
+  kAttnKvDtype,  // k and v: an Elem (f32, f16, bf16)
   kAttnArgCount
 };
 

@@ -23,6 +23,7 @@
 #include "compiler/kernels/amx_impl.h"
 #include "compiler/kernels/amx_tiles.h"
 
+#define RADIX_ATTENTION_F16C 1
 namespace {
 #include "compiler/kernels/attention_impl.h"
 
@@ -156,7 +157,7 @@ uint64_t task(const AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh, int
 namespace radix::kernels {
 
 bool attentionAmxApplies(const AttentionProblem& p) {
-  return p.bf16 && p.softcap == 0 && p.hd % 32 == 0 && p.hd <= 256 && p.nq * (p.hq / p.hk) > 4;
+  return p.bf16 && p.kv == Elem::bf16 && p.softcap == 0 && p.hd % 32 == 0 && p.hd <= 256 && p.nq * (p.hq / p.hk) > 4;
 }
 
 uint64_t attentionAmx(const AttentionProblem& p, int threads) { return runTasks<Work>(p, threads, &task); }

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "compiler/kernels/attention.h"
+#include "compiler/kernels/half.h"
 
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
 
+#define RADIX_ATTENTION_F16C 1
 namespace {
 #include "compiler/kernels/attention_impl.h"
 }  // namespace

@@ -82,12 +82,6 @@ struct Attention {
     return p * __builtin_bit_cast(F, e);
   }
 
-  static float bf16ToF32(uint16_t h) {
-    const uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
   static uint16_t f32ToBf16(float f) {
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
@@ -95,11 +89,13 @@ struct Attention {
     bits += 0x7fffu + ((bits >> 16) & 1);
     return static_cast<uint16_t>(bits >> 16);
   }
-  // dst[0..hd) = src[0..hd) * mul (f32 or bf16), dst[hd..pad) = 0.
-  static void loadRow(const void* base, bool bf16, int64_t at, float* dst, int64_t hd, int64_t pad, float mul) {
-    if (bf16) {
-      const uint16_t* s = static_cast<const uint16_t*>(base) + at;
-      int64_t d = 0;
+  // dst[0..hd) = src[0..hd) * mul (f32, f16 or bf16), dst[hd..pad) = 0.
+  static void loadRow(const void* base, radix::kernels::Elem e, int64_t at, float* dst, int64_t hd, int64_t pad,
+                      float mul) {
+    using radix::kernels::Elem;
+    const uint16_t* s = static_cast<const uint16_t*>(base) + at;
+    int64_t d = 0;
+    if (e == Elem::bf16) {
       for (; d + W <= hd; d += W) {
         H h;
         std::memcpy(&h, s + d, sizeof h);
@@ -107,11 +103,21 @@ struct Attention {
         store(dst + d, __builtin_bit_cast(F, bits) * mul);
       }
       for (; d < hd; ++d) dst[d] = bf16ToF32(s[d]) * mul;
+    } else if (e == Elem::f16) {
+#ifdef RADIX_ATTENTION_F16C
+      typedef _Float16 Hf __attribute__((vector_size(W * 2), aligned(2)));
+      for (; d + W <= hd; d += W) {
+        Hf h;
+        std::memcpy(&h, s + d, sizeof h);
+        store(dst + d, __builtin_convertvector(h, F) * mul);
+      }
+#endif
+      for (; d < hd; ++d) dst[d] = f16ToF32(s[d]) * mul;
     } else {
-      const float* s = static_cast<const float*>(base) + at;
-      for (int64_t d = 0; d < hd; ++d) dst[d] = s[d] * mul;
+      const float* f = static_cast<const float*>(base) + at;
+      for (; d < hd; ++d) dst[d] = f[d] * mul;
     }
-    for (int64_t d = hd; d < pad; ++d) dst[d] = 0;
+    for (d = hd; d < pad; ++d) dst[d] = 0;
   }
 
   struct Scratch {
@@ -150,7 +156,7 @@ struct Attention {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t g = r / bq, i = i0 + r % bq, h = kh * group + g;
       float* qr = &w.q[r * pad];
-      loadRow(p.q, p.bf16, b0 * p.qStride[0] + b1 * p.qStride[1] + h * p.qStride[2] + i * p.qStride[3], qr, hd, pad, qMul);
+      loadRow(p.q, p.bf16 ? radix::kernels::Elem::bf16 : radix::kernels::Elem::f32, b0 * p.qStride[0] + b1 * p.qStride[1] + h * p.qStride[2] + i * p.qStride[3], qr, hd, pad, qMul);
       if (wide)
         for (int64_t d = 0; d < hd; ++d) w.qt[d * rp + r] = qr[d];
       keyRange(p, i, offset, keyEnd, w.lo[r], w.hi[r]);
@@ -158,8 +164,8 @@ struct Attention {
     }
     const int64_t kBase = b0 * p.kStride[0] + b1 * p.kStride[1] + kh * p.kStride[2];
     const int64_t vBase = b0 * p.vStride[0] + b1 * p.vStride[1] + kh * p.vStride[2];
-    // f32 rows are read in place (V's when no padding is needed); bf16 ones are widened first.
-    const bool kInPlace = !p.bf16, vInPlace = !p.bf16 && pad == hd;
+    // f32 rows are read in place (V's when no padding is needed); f16 and bf16 ones are widened first.
+    const bool kInPlace = p.kv == radix::kernels::Elem::f32, vInPlace = kInPlace && pad == hd;
     uint64_t keysRead = 0;
     for (int64_t j0 = first; j0 < last; j0 += kKeys) {
       const int64_t n = std::min(kKeys, last - j0);
@@ -170,13 +176,13 @@ struct Attention {
         if (kInPlace) {
           krow[j] = static_cast<const float*>(p.k) + kBase + (j0 + j) * p.kStride[3];
         } else {
-          loadRow(p.k, p.bf16, kBase + (j0 + j) * p.kStride[3], &w.kr[j * pad], hd, pad, 1.0f);
+          loadRow(p.k, p.kv, kBase + (j0 + j) * p.kStride[3], &w.kr[j * pad], hd, pad, 1.0f);
           krow[j] = &w.kr[j * pad];
         }
         if (vInPlace) {
           vrow[j] = static_cast<const float*>(p.v) + vBase + (j0 + j) * p.vStride[3];
         } else {
-          loadRow(p.v, p.bf16, vBase + (j0 + j) * p.vStride[3], &w.v[j * pad], hd, pad, 1.0f);
+          loadRow(p.v, p.kv, vBase + (j0 + j) * p.vStride[3], &w.v[j * pad], hd, pad, 1.0f);
           vrow[j] = &w.v[j * pad];
         }
       }

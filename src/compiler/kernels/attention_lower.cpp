@@ -60,7 +60,7 @@ std::optional<Planned> planFor(mlir::func::CallOp call, mlir::func::FuncOp calle
   if (!options || callee.getNumResults() != 0) return std::nullopt;
   const char* names[] = {"causal", "window", "offset", "lengths", "dtype", "hq", "hk", "nq", "nk", "hd",
                          "b0", "b1", "q_b0", "k_b0", "v_b0", "q_b1", "k_b1", "v_b1", "len_b0", "len_b1",
-                         "q_h", "q_s", "k_h", "k_s"};
+                         "q_h", "q_s", "k_h", "k_s", "kv_dtype"};
   llvm::StringMap<int64_t> o;
   for (const char* n : names) {
     auto v = intOption(options, n);
@@ -73,12 +73,17 @@ std::optional<Planned> planFor(mlir::func::CallOp call, mlir::func::FuncOp calle
   const unsigned expected = 3 + (hasOffset ? 1 : 0) + (hasLengths ? 1 : 0) + 1;
   if (call.getNumOperands() != expected || call.getNumResults() != 0) return std::nullopt;
   const bool bf16 = o["dtype"] == 2;
+  const int64_t kvElem = o["kv_dtype"];
+  auto isElem = [](mlir::Type e, int64_t elem) {
+    return elem == int64_t(Elem::bf16) ? e.isBF16() : elem == int64_t(Elem::f16) ? e.isF16() : e.isF32();
+  };
   for (unsigned i = 0; i < expected; ++i) {
     auto type = mlir::dyn_cast<mlir::MemRefType>(call.getOperand(i).getType());
     if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity()) return std::nullopt;
     const bool tensor = i < 3 || i == expected - 1;
     mlir::Type e = type.getElementType();
-    if (tensor ? !(bf16 ? e.isBF16() : e.isF32()) : !e.isInteger(32)) return std::nullopt;
+    const int64_t want = i == 1 || i == 2 ? kvElem : bf16 ? int64_t(Elem::bf16) : int64_t(Elem::f32);
+    if (tensor ? !isElem(e, want) : !e.isInteger(32)) return std::nullopt;
     if (!tensor && type.getRank() > 1) return std::nullopt;
   }
   Planned p;
@@ -89,6 +94,7 @@ std::optional<Planned> planFor(mlir::func::CallOp call, mlir::func::FuncOp calle
   if (hasLengths) p.buffers.push_back(kAttnLengths);
   p.buffers.push_back(kAttnOut);
   v[kAttnDtype] = bf16 ? 2 : 0;
+  v[kAttnKvDtype] = kvElem;
   v[kAttnBatch] = o["b0"], v[kAttnBatch + 1] = o["b1"];
   v[kAttnHq] = o["hq"], v[kAttnHk] = o["hk"], v[kAttnNq] = o["nq"], v[kAttnNk] = o["nk"], v[kAttnHd] = o["hd"];
   const int64_t q[4] = {o["q_b0"], o["q_b1"], o["q_h"], o["q_s"]};

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "compiler/kernels/half.h"
 #include "compiler/kernels/kernels.h"
 #include "compiler/kernels/packed.h"
 
@@ -19,30 +20,6 @@ namespace {
 using radix::kernels::Elem;
 using radix::kernels::Path;
 using radix::kernels::Problem;
-
-inline float bf16ToF32(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-inline float f16ToF32(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  uint32_t u;
-  if (exp == 0) {
-    const float f = static_cast<float>(man) * 5.9604644775390625e-8f;  // 2^-24: zero or subnormal
-    std::memcpy(&u, &f, 4);
-    u |= sign;
-  } else if (exp == 31) {
-    u = sign | 0x7f800000u | (man << 13);
-  } else {
-    u = sign | ((exp + 112) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 template <Elem E>
 inline float loadScalar(const void* base, int64_t i) {
