@@ -46,6 +46,7 @@ struct Attention {
   typedef int32_t I __attribute__((vector_size(W * 4), aligned(4)));
   typedef uint16_t H __attribute__((vector_size(W * 2), aligned(2)));
   static constexpr int64_t kKeys = 64;  // keys per block, a multiple of W
+  static constexpr int64_t kAhead = 8;  // keys prefetched ahead
   static constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
   static F load(const float* p) {
@@ -166,6 +167,7 @@ struct Attention {
     const int64_t vBase = b0 * p.vStride[0] + b1 * p.vStride[1] + kh * p.vStride[2];
     // f32 rows are read in place (V's when no padding is needed); f16 and bf16 ones are widened first.
     const bool kInPlace = p.kv == radix::kernels::Elem::f32, vInPlace = kInPlace && pad == hd;
+    const int64_t es = kInPlace ? 4 : 2, rowBytes = hd * es;
     uint64_t keysRead = 0;
     for (int64_t j0 = first; j0 < last; j0 += kKeys) {
       const int64_t n = std::min(kKeys, last - j0);
@@ -173,6 +175,13 @@ struct Attention {
       const float* krow[kKeys];
       const float* vrow[kKeys];
       for (int64_t j = 0; j < n; ++j) {
+        // Decode streams the cache from memory (the weights between two layers evict it): the
+        // rows kAhead keys on are asked for early.
+        if (const int64_t next = j0 + j + kAhead; next < last)
+          for (int64_t o = 0; o < rowBytes; o += 64) {
+            __builtin_prefetch(static_cast<const char*>(p.k) + (kBase + next * p.kStride[3]) * es + o);
+            __builtin_prefetch(static_cast<const char*>(p.v) + (vBase + next * p.vStride[3]) * es + o);
+          }
         if (kInPlace) {
           krow[j] = static_cast<const float*>(p.k) + kBase + (j0 + j) * p.kStride[3];
         } else {
@@ -196,13 +205,19 @@ struct Attention {
             for (; d + W <= hd; d += W) acc += load(&w.q[r * pad + d]) * load(krow[j] + d);
             float t = sum(acc);
             for (; d < hd; ++d) t += w.q[r * pad + d] * krow[j][d];
-            w.s[j * rp + r] = t;
+            w.s[r * kKeys + j] = t;
           }
       }
       if (p.softcap > 0)
         for (int64_t j = 0; j < n; ++j)
-          for (int64_t r = 0; r < rows; ++r) w.s[j * rp + r] = p.softcap * std::tanh(w.s[j * rp + r] * p.scale / p.softcap);
-      softmaxColumns(w, j0, n, rp);
+          for (int64_t r = 0; r < rows; ++r) {
+            float& x = w.s[wide ? j * rp + r : r * kKeys + j];
+            x = p.softcap * std::tanh(x * p.scale / p.softcap);
+          }
+      if (wide)
+        softmaxColumns(w, j0, n, rp);
+      else
+        softmaxRows(w, j0, n, rows);
       if (wide) {
         for (int64_t r = 0; r < rp; r += W) {
           const F c = load(&w.corr[r]);
@@ -216,7 +231,12 @@ struct Attention {
           float* o = &w.o[r * pad];
           for (int64_t d = 0; d < pad; d += W) store(o + d, load(o + d) * c);
         }
-        accumulate(w, vrow, rows, n, pad, rp);
+        switch (rows) {
+          case 1: accumulateRows<1>(w, vrow, n, pad); break;
+          case 2: accumulateRows<2>(w, vrow, n, pad); break;
+          case 3: accumulateRows<3>(w, vrow, n, pad); break;
+          default: accumulateRows<4>(w, vrow, n, pad); break;
+        }
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
@@ -339,39 +359,70 @@ struct Attention {
     }
   }
 
-  // o[r] += sum_j Sᵀ[j][r] * v[j] for every row, four rows × two vectors of o at a time.
-  static void accumulate(Scratch& w, const float* const* v, int64_t rows, int64_t n, int64_t pad, int64_t rp) {
+  // Decode (at most 4 rows, S row-major {rows, kKeys}): the online softmax along each row, W keys
+  // at a time over the keys the row sees in this block ([a, b): the mask is a range); the others
+  // get probability 0.
+  static void softmaxRows(Scratch& w, int64_t j0, int64_t n, int64_t rows) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* s = &w.s[r * kKeys];
+      const int64_t a = std::clamp<int64_t>(w.lo[r] - j0, 0, n), b = std::clamp<int64_t>(w.hi[r] - j0, 0, n);
+      if (a >= b) {
+        std::fill(s, s + n, 0.0f);
+        w.corr[r] = 1.0f;
+        continue;
+      }
+      F vmax = splat(kMinusInf);
+      int64_t j = a;
+      for (; j + W <= b; j += W) vmax = __builtin_elementwise_max(vmax, load(s + j));
+      float mx = max(vmax);
+      for (; j < b; ++j) mx = std::max(mx, s[j]);
+      const float m = w.m[r], mNew = std::max(m, mx);
+      const float corr = m == kMinusInf ? 0.0f : exp(splat(m - mNew))[0];
+      F vsum = F{};
+      for (j = a; j + W <= b; j += W) {
+        const F e = exp(load(s + j) - mNew);
+        store(s + j, e);
+        vsum += e;
+      }
+      float total = sum(vsum);
+      for (; j < b; ++j) total += (s[j] = exp(splat(s[j] - mNew))[0]);
+      std::fill(s, s + a, 0.0f);
+      std::fill(s + b, s + n, 0.0f);
+      w.m[r] = mNew;
+      w.l[r] = w.l[r] * corr + total;
+      w.corr[r] = corr;
+    }
+  }
+
+  // o[r] += sum_j S[r][j] * v[j] for the R rows of a decode task, C vectors of o at a time.
+  template <int R>
+  static void accumulateRows(Scratch& w, const float* const* v, int64_t n, int64_t pad) {
+    constexpr int C = R <= 2 ? 4 : 2;
     const float* s = w.s.data();
-    for (int64_t r0 = 0; r0 < rows; r0 += 4) {
-      const int64_t nr = std::min<int64_t>(4, rows - r0);
-      float* o[4];
-      int64_t c[4];
-      for (int x = 0; x < 4; ++x) {
-        c[x] = r0 + std::min<int64_t>(x, nr - 1);
-        o[x] = &w.o[c[x] * pad];
-      }
-      int64_t d = 0;
-      for (; d + 2 * W <= pad; d += 2 * W) {
-        F a00 = load(o[0] + d), a01 = load(o[0] + d + W), a10 = load(o[1] + d), a11 = load(o[1] + d + W);
-        F a20 = load(o[2] + d), a21 = load(o[2] + d + W), a30 = load(o[3] + d), a31 = load(o[3] + d + W);
-        for (int64_t j = 0; j < n; ++j) {
-          const F v0 = load(v[j] + d), v1 = load(v[j] + d + W);
-          const float* pj = s + j * rp;
-          const float x0 = pj[c[0]], x1 = pj[c[1]], x2 = pj[c[2]], x3 = pj[c[3]];
-          a00 += x0 * v0, a01 += x0 * v1, a10 += x1 * v0, a11 += x1 * v1;
-          a20 += x2 * v0, a21 += x2 * v1, a30 += x3 * v0, a31 += x3 * v1;
+    int64_t d = 0;
+    for (; d + C * W <= pad; d += C * W) {
+      F a[R][C];
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) a[r][c] = load(&w.o[r * pad + d + c * W]);
+      for (int64_t j = 0; j < n; ++j) {
+        F x[C];
+        for (int c = 0; c < C; ++c) x[c] = load(v[j] + d + c * W);
+        for (int r = 0; r < R; ++r) {
+          const float pj = s[r * kKeys + j];
+          for (int c = 0; c < C; ++c) a[r][c] += pj * x[c];
         }
-        const F acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
-        for (int64_t x = nr - 1; x >= 0; --x) store(o[x] + d, acc[x][0]), store(o[x] + d + W, acc[x][1]);
       }
-      for (; d < pad; d += W) {
-        F a[4] = {load(o[0] + d), load(o[1] + d), load(o[2] + d), load(o[3] + d)};
-        for (int64_t j = 0; j < n; ++j) {
-          const F vj = load(v[j] + d);
-          for (int x = 0; x < 4; ++x) a[x] += s[j * rp + c[x]] * vj;
-        }
-        for (int64_t x = nr - 1; x >= 0; --x) store(o[x] + d, a[x]);
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) store(&w.o[r * pad + d + c * W], a[r][c]);
+    }
+    for (; d < pad; d += W) {
+      F a[R];
+      for (int r = 0; r < R; ++r) a[r] = load(&w.o[r * pad + d]);
+      for (int64_t j = 0; j < n; ++j) {
+        const F x = load(v[j] + d);
+        for (int r = 0; r < R; ++r) a[r] += s[r * kKeys + j] * x;
       }
+      for (int r = 0; r < R; ++r) store(&w.o[r * pad + d], a[r]);
     }
   }
 
