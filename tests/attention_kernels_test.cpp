@@ -169,6 +169,11 @@ const std::vector<Spec>& specs() {
       {"bf16_q70_k200_offset_window_hd32", 1, 2, 2, 70, 200, 32, true, 100, 50, {}, 0, DType::bf16},
       {"bf16_key_lengths_not_causal_hd64", 2, 2, 1, 20, 90, 64, false, std::nullopt, 0, {90, 33}, 0, DType::bf16},
       {"bf16_key_lengths_zero_gives_nan_hd32", 2, 2, 1, 9, 40, 32, false, std::nullopt, 0, {40, 0}, 0, DType::bf16},
+      // Decode tasks of 2 and 3 rows, a window that starts inside a key block, softcap at decode.
+      {"q2_decode_two_queries_hd24", 1, 2, 2, 2, 50, 24, true, 30},
+      {"q1_gqa3_decode_hd40", 1, 6, 2, 1, 77, 40, true, 70},
+      {"q1_window_decode", 1, 2, 2, 1, 300, 32, true, 250, 20},
+      {"softcap_decode", 1, 2, 2, 1, 40, 16, true, 30, 0, {}, 1.5},
       // f32 queries over an f16 or bf16 cache: decode and prefill, odd head widths for the tails.
       {"f16kv_q1_decode_hd40", 1, 4, 4, 1, 300, 40, true, 255, 0, {}, 0, DType::f32, 1, DType::f16},
       {"f16kv_q1_gqa4_decode", 2, 8, 2, 1, 129, 64, true, 100, 0, {}, 0, DType::f32, 1, DType::f16},
