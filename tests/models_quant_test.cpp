@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -57,7 +58,7 @@ struct Case {
   const char* fileType;  // q8_0, q4_0, q4_k_m, ...
   const char* weightType;  // what LanguageModel::weightType() says
   int threads;
-  DType kv = DType::f32;   // the KV cache's dtype (the reference keeps f32)
+  std::optional<DType> kv;  // the KV cache's dtype (nullopt: the default, f16; the reference keeps f32)
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -74,7 +75,7 @@ TEST_P(ModelsQuant, GreedyIdsAndLogitsMatchTheDequantizedReference) {
 
   LanguageModel lm = LanguageModel::open(testPlatform(c.threads), file, {.kvDtype = c.kv});
   EXPECT_EQ(lm.weightType(), c.weightType);
-  EXPECT_EQ(lm.kvDtype(), c.kv);
+  EXPECT_EQ(lm.kvDtype(), c.kv.value_or(DType::f16));
   lm.reset(static_cast<int64_t>(prompt.size()) + kSteps);
   Tensor logits = lm.feed(prompt);
   double worst = 0;
@@ -108,14 +109,15 @@ TEST_P(ModelsQuant, GreedyIdsAndLogitsMatchTheDequantizedReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, ModelsQuant,
+    // The default f16 KV cache, an f32 one (two cases) and a bf16 one.
     ::testing::Values(Case{"Gpt2Q8_0", "gpt2", "q8_0", "Q8_0", 1}, Case{"Gpt2Q4_0", "gpt2", "q4_0", "Q4_0", 1},
                       Case{"Gpt2Q4_K_M", "gpt2", "q4_k_m", "Q4_K - Medium", 2},
                       Case{"LlamaQ8_0", "llama", "q8_0", "Q8_0", 2}, Case{"LlamaQ4_0", "llama", "q4_0", "Q4_0", 1},
                       Case{"LlamaQ4_K_M", "llama", "q4_k_m", "Q4_K - Medium", 1},
                       Case{"LlamaQ5_K_M", "llama", "q5_k_m", "Q5_K - Medium", 1},
                       Case{"LlamaQ6_K", "llama", "q6_k", "Q6_K", 2},
-                      // A half-precision KV cache (llama.cpp's default f16) under f32 attention.
-                      Case{"LlamaQ4_0F16Cache", "llama", "q4_0", "Q4_0", 1, DType::f16},
+                      Case{"LlamaQ4_0F32Cache", "llama", "q4_0", "Q4_0", 1, DType::f32},
+                      Case{"Gpt2Q4_K_MF32Cache", "gpt2", "q4_k_m", "Q4_K - Medium", 1, DType::f32},
                       Case{"Gpt2Q8_0Bf16Cache", "gpt2", "q8_0", "Q8_0", 2, DType::bf16}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 

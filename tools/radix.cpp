@@ -98,8 +98,9 @@ constexpr std::string_view kDtypeHelp =
     "  --compute f32|bf16|f16\n"
     "                        the activations' dtype (default f32)\n"
     "  --kv-type f32|f16|bf16\n"
-    "                        the KV cache's dtype (default: the activations'); f16 halves what\n"
-    "                        decoding reads per cached token, as llama.cpp's default f16 cache\n";
+    "                        the KV cache's dtype (default: f16 for quantized weights with f32\n"
+    "                        activations, as llama.cpp's, else the activations'); f16 halves what\n"
+    "                        decoding reads per cached token\n";
 
 constexpr std::string_view kSamplingHelp =
     "  --temp T              sampling temperature, 0 for greedy (default 0.8)\n"
@@ -166,7 +167,8 @@ const Command kCommands[] = {
      "                        files, with f32 activations; else f32); quantized GGUF weights stay\n"
      "                        quantized, and the dtype column prints their type (\"Q4_K - Medium\")\n"
      "  --compute D           the activations' dtype (default: the weights' when --dtype is given)\n"
-     "  --kv-type D           the KV cache's dtype (default: the activations')\n"
+     "  --kv-type D           the KV cache's dtype (default: f16 for quantized weights with f32\n"
+     "                        activations, else the activations')\n"
      "  -r N                  repetitions per row (default 3)\n",
      radix::cli::benchCommand},
     {"cache", "radix cache ls|clear [DIR]",

@@ -80,17 +80,20 @@ std::string fileTypeName(int64_t ftype) {
   return "file type " + std::to_string(ftype);
 }
 
+/// Whether some 2-D tensor is in a GGUF block type (Q8_0, Q4_K, ...).
+bool hasQuantizedMatrices(const io::Checkpoint& c) {
+  for (const io::TensorInfo& t : c.tensors())
+    if (t.dims.size() >= 2 && !t.dtype) return true;
+  return false;
+}
+
 /// What the weights are stored in: for a GGUF with quantized tensors, its file type's name
 /// ("Q4_K - Medium"), else the types of its 2-D tensors ("Q8_0", "Q4_K + Q6_K"); else `dtype`.
 std::string weightTypeOf(const io::Checkpoint& c, DType dtype) {
+  if (!hasQuantizedMatrices(c)) return std::string(name(dtype));
   std::map<std::string, uint64_t> bytes;
-  bool quantized = false;
-  for (const io::TensorInfo& t : c.tensors()) {
-    if (t.dims.size() < 2) continue;
-    bytes[t.type] += t.bytes;
-    quantized = quantized || !t.dtype;
-  }
-  if (!quantized) return std::string(name(dtype));
+  for (const io::TensorInfo& t : c.tensors())
+    if (t.dims.size() >= 2) bytes[t.type] += t.bytes;
   if (const io::MetaValue* v = c.meta("general.file_type"); v && v->kind() == io::MetaValue::Kind::integer)
     return fileTypeName(v->asInt());
   std::vector<std::pair<uint64_t, std::string>> byBytes;
@@ -308,7 +311,9 @@ LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::
   impl->tokenizer = std::move(tokenizer);
   impl->dtype = options.dtype;
   impl->compute = options.compute.value_or(options.dtype);
-  impl->kv = options.kvDtype.value_or(impl->compute);
+  // Quantized weights under f32 activations keep an f16 cache by default, as llama.cpp does.
+  impl->kv = options.kvDtype.value_or(
+      impl->compute == DType::f32 && hasQuantizedMatrices(checkpoint) ? DType::f16 : impl->compute);
   impl->weightType = weightTypeOf(checkpoint, options.dtype);
   return LanguageModel(std::move(impl));
 }

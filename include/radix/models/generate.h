@@ -39,9 +39,10 @@ struct LoadOptions {
   /// Activations' dtype; nullopt: the weights' dtype. {.dtype = bf16, .compute = f32} feeds
   /// bf16 weights to f32 contractions through a convert.
   std::optional<DType> compute;
-  /// The KV cache's dtype (f32, f16 or bf16); nullopt: the activations' dtype. f16 halves what
-  /// a decode step reads per cached position (llama.cpp's default cache type); attention still
-  /// computes in f32. {.kvDtype = DType::f16}
+  /// The KV cache's dtype (f32, f16 or bf16); nullopt: f16 for quantized GGUF weights under f32
+  /// activations (llama.cpp's default cache type), else the activations' dtype. f16 halves what
+  /// a decode step reads per cached position; attention still computes in f32.
+  /// {.kvDtype = DType::f32}
   std::optional<DType> kvDtype;
 };
 
@@ -96,7 +97,7 @@ class LanguageModel {
   const std::string& weightType() const;
   /// The activations' dtype (LoadOptions::compute, else dtype()).
   DType computeDtype() const;
-  /// The KV cache's dtype (LoadOptions::kvDtype, else computeDtype()): DType::f16.
+  /// The KV cache's dtype (LoadOptions::kvDtype or its default): DType::f16 for a Q4_0 GGUF.
   DType kvDtype() const;
   /// Rows of the token embedding: 50257 for GPT-2.
   int64_t vocabSize() const;
