@@ -289,9 +289,9 @@ const Family& familyOf(const io::Checkpoint& c, const std::string& configType) {
 LanguageModel LanguageModel::fromCheckpoint(const Platform& platform, const io::Checkpoint& checkpoint,
                                             std::optional<Tokenizer> tokenizer, const LoadOptions& options,
                                             std::string_view configJson) {
-  if (options.dtype != DType::f32 && options.dtype != DType::bf16 && options.dtype != DType::f16)
-    fail("weights must be f32, bf16 or f16");
-  if (options.kvDtype && *options.kvDtype != DType::f32 && *options.kvDtype != DType::bf16 && *options.kvDtype != DType::f16)
+  auto floating = [](DType d) { return d == DType::f32 || d == DType::bf16 || d == DType::f16; };
+  if (!floating(options.dtype)) fail("weights must be f32, bf16 or f16");
+  if (options.kvDtype && !floating(*options.kvDtype))
     fail("the KV cache must be f32, bf16 or f16, got " + std::string(name(*options.kvDtype)));
   ConfigValues extra;
   std::string configType;
