@@ -12,7 +12,7 @@
 #include <set>
 #include <xxhash.h>
 
-#include "compiler/cache.h"
+#include "runtime/cache.h"
 #include "mlp/mlp.h"
 
 namespace fs = std::filesystem;

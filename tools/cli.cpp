@@ -130,8 +130,19 @@ models::LoadOptions chooseDtypes(const RunOptions& o) {
   return load;
 }
 
-models::LanguageModel openModel(const RunOptions& o, const models::LoadOptions& load) {
+Platform platformFor(const RunOptions& o) {
   const Platform cpu = platformWith(o.threads);
+  if (o.targetCpu.empty() && o.targetFeatures.empty() && o.cacheDir.empty()) return cpu;
+  CompileOptions options = cpu.options();
+  options.targetCpu = o.targetCpu;
+  options.targetFeatures = o.targetFeatures;
+  options.cacheDir = o.cacheDir;
+  if (!o.cacheDir.empty()) options.cache = true;
+  return cpu.withOptions(options);
+}
+
+models::LanguageModel openModel(const RunOptions& o, const models::LoadOptions& load) {
+  const Platform cpu = platformFor(o);
   return o.model ? models::LanguageModel::open(cpu, *o.model, load) : embeddedModel(cpu, load);
 }
 

@@ -71,6 +71,8 @@ struct RunOptions {
   std::optional<DType> dtype, compute, kv;
   std::optional<std::string> system, templateFile;
   bool verbose = false;
+  /// CompileOptions' targetCpu, targetFeatures and cacheDir (radix compile).
+  std::string targetCpu, targetFeatures, cacheDir;
 };
 
 /// Consumes `flag` (and its value) when it is one of RunOptions' flags; false otherwise.
@@ -83,6 +85,8 @@ void checkRunOptions(const std::string& verb, RunOptions& options);
 /// weights are converted in the contractions; x86 CPUs have no f16 arithmetic, and f32
 /// activations keep llama.cpp's numerics).
 models::LoadOptions chooseDtypes(const RunOptions& options);
+/// platformWith(threads) with the options' compile target and cache folder.
+Platform platformFor(const RunOptions& options);
 /// Opens --model (or the model embedded in the binary) with chooseDtypes().
 models::LanguageModel openModel(const RunOptions& options, const models::LoadOptions& load);
 /// "f16 weights, f32 compute".
@@ -95,5 +99,6 @@ int benchCommand(Args& args);
 int chatCommand(Args& args);
 int infoCommand(Args& args);
 int quantizeCommand(Args& args);
+int compileCommand(Args& args);
 
 }  // namespace radix::cli

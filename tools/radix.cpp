@@ -1,5 +1,6 @@
 // radix: the command-line tool. `radix generate`, `radix bench` (tools/generate.cpp), `radix chat`
-// (tools/chat.cpp), `radix info` (tools/info.cpp), `radix quantize` (tools/quantize.cpp), `radix cache ls|clear`, `radix targets`,
+// (tools/chat.cpp), `radix info` (tools/info.cpp), `radix quantize` (tools/quantize.cpp), `radix compile`
+// (tools/compile.cpp), `radix cache ls|clear`, `radix targets`,
 // `radix version`. As getopt tools: --help/-h print usage on stdout and exit 0; a bad command line
 // prints the message and the usage on stderr and exits 2; a failure at run time exits 1.
 #include <cstdio>
@@ -155,6 +156,23 @@ const Command kCommands[] = {
      "  -o, --output OUT      the .gguf file to write\n"
      "  -t, --threads N       threads (default: all cores)\n",
      radix::cli::quantizeCommand},
+    {"compile",
+     "radix compile [--model PATH] [-c CONTEXT] [--target-cpu CPU] [--target-features LIST]\n"
+     "                     [--cache-dir DIR] [-t THREADS] [--dtype f32|bf16|f16] [--compute f32|bf16|f16]\n"
+     "                     [--kv-type f32|f16|bf16]",
+     "Compiles a model's executables ahead of time into the cache (the decode step and each prompt\n"
+     "chunk, 16 tokens up to the context), for this CPU or another, and prints their entry folders.\n"
+     "radix::Program (the runtime library, without the compiler) loads them, and radix generate/bench\n"
+     "with the same options start warm (docs/aot.md).\n"
+     "  -m, --model PATH      an HF folder or a .gguf file (default: the model embedded in radix)\n"
+     "  -c, --context N       the KV cache's length (default: the model's, at most 2048)\n"
+     "  --target-cpu CPU      compile for this CPU (`radix targets` lists them; default: this host's)\n"
+     "  --target-features L   with +name/-name features, comma-separated (\"+avx512f,-amx-tile\")\n"
+     "  --cache-dir DIR       the cache to write (default: $RADIX_CACHE_DIR, else ~/.cache/radix)\n"
+     "  -t, --threads N       threads the executables will use (default: all cores)\n"
+     "  --dtype, --compute, --kv-type\n"
+     "                        as for radix generate\n",
+     radix::cli::compileCommand},
     {"bench",
      "radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16|f16[,..]]\n"
      "                   [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [-r REPS]",

@@ -58,6 +58,10 @@ class Exe {
   const detail::Signature& signature() const { return executable_->signature(); }
   /// True when the executable was loaded from the on-disk cache instead of compiled.
   bool fromCache() const { return executable_->fromCache(); }
+  /// The cache entry folder holding the compiled code, which radix::Program::load (the runtime
+  /// library, without the compiler) loads: "/root/.cache/radix/cpu/Mlp_81c2..."; "" with the
+  /// cache off.
+  const std::string& cacheEntry() const { return executable_->cacheEntry(); }
 
  private:
   std::shared_ptr<detail::Executable> executable_;

@@ -15,7 +15,7 @@
 #include <regex>
 #include <sstream>
 
-#include "compiler/cache.h"
+#include "runtime/cache.h"
 #include "compiler/kernels/conv_lower.h"
 #include "compiler/kernels/lower.h"
 #include "compiler/kernels/quant/lower_quant.h"
@@ -49,13 +49,10 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
-#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Object/ObjectFile.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
@@ -75,10 +72,6 @@ namespace fs = std::filesystem;
 // special treatment of that name.
 constexpr const char* kTracedEntry = "main";
 constexpr const char* kEntry = "radix_entry";
-constexpr const char* kPackedEntry = "_mlir_radix_entry";
-// Every object exports the key it was built for (entryKeyText), checked before a cached object runs.
-constexpr const char* kEntryKeySymbol = "radix_entry_key";
-constexpr size_t kMaxProfileSitesBytes = 64 << 20;
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
 constexpr const char* kPipelineVersion = "pipeline-13";
@@ -282,9 +275,10 @@ Target hostTarget(const CompileOptions& options) {
     t.features = options.targetFeatures;  // an overridden CPU brings its own default features
   } else {
     static const std::string host = [] {  // the host does not change: read it once (warm path)
+      // Off features too: a CPU name implies features (emeraldrapids: AMX) that this host may
+      // lack (a hypervisor or kernel that hides the tile state).
       std::vector<std::string> on;
-      for (auto& f : llvm::sys::getHostCPUFeatures())
-        if (f.second) on.push_back("+" + f.first().str());
+      for (auto& f : llvm::sys::getHostCPUFeatures()) on.push_back((f.second ? "+" : "-") + f.first().str());
       std::sort(on.begin(), on.end());
       std::string joined;
       for (size_t i = 0; i < on.size(); ++i) joined += (i ? "," : "") + on[i];
@@ -571,6 +565,23 @@ static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
 }
 
 namespace {
+// What the runtime needs to load and call the entry without the compiler (radix::Program): the
+// signature and the features the code may use, as the target machine has them.
+ProgramEntry programEntry(const llvm::TargetMachine& tm, const std::string& name, const Platform& platform,
+                          const Signature& signature) {
+  ProgramEntry p;
+  p.name = name;
+  p.target = std::string(platform.target());
+  p.arch = tm.getTargetTriple().getArchName().str();
+  p.cpu = tm.getTargetCPU().str();
+  const llvm::MCSubtargetInfo* info = tm.getMCSubtargetInfo();
+  for (const auto& kv : info->getAllProcessorFeatures())
+    if (info->getFeatureBits()[kv.Value]) p.features.emplace_back(kv.Key);
+  p.signature = signature;
+  p.signature.argTypes = nullptr;
+  return p;
+}
+
 // `object`: also return the object's bytes (sharded compiles send them to the other ranks).
 CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
                                const std::string& name, const Signature& signature, uint64_t key, std::string* object) {
@@ -616,6 +627,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
       code.entry = reinterpret_cast<PackedEntry>(loaded->entry);
       code.owner = loaded->owner;
       code.fromCache = true;
+      code.entryDir = cache->dir();
       code.resultAlias = std::move(loaded->resultAlias);
       if (object) *object = readRegularFile((fs::path(cache->dir()) / "entry.o").string(), size_t(1) << 34).data.value_or("");
       return code;
@@ -696,11 +708,13 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
   countCompile();
   CompiledCode code;
   std::shared_ptr<mlir::ExecutionEngine> engine;
+  ProgramEntry program;
   {
     TraceEvent llvmEvent("compile.llvm");
     auto jtmb = machineBuilder(target, options.optLevel);
     auto tm = jtmb.createTargetMachine();
     if (!tm) throw Error("[compile] no LLVM target machine for " + target.triple + ": " + errorText(tm.takeError()));
+    if (cache) program = programEntry(**tm, name, platform, signature);
     mlir::ExecutionEngineOptions eeOptions;
     // ExecutionEngineOptions holds a function_ref: the transformer must outlive create().
     std::function<llvm::Error(llvm::Module*)> transformer =
@@ -722,7 +736,8 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
 
   if (cache) {
     TraceEvent store("cache.store");
-    cache->store(debugText(), resultAlias, [&](const std::string& path) {
+    code.entryDir = cache->dir();
+    cache->store(debugText(), resultAlias, program, [&](const std::string& path) {
       // LLVM registers the file in a process-wide remove-on-signal list that races between
       // threads (ThreadSanitizer): one writer at a time.
       static std::mutex objectWrite;
@@ -775,6 +790,9 @@ std::unique_ptr<llvm::MCSubtargetInfo> hostSubtarget() {
 }
 }  // namespace
 
+// Platform::withOptions (runtime) validates target names through this once the compiler is loaded.
+[[maybe_unused]] const bool kTargetCheckerSet = (setTargetChecker(&checkTarget), true);
+
 void checkTarget(const CompileOptions& options) {
   if (options.targetCpu.empty() && options.targetFeatures.empty()) return;
   auto info = hostSubtarget();
@@ -818,52 +836,3 @@ std::string hostTargetCpu() {
 }
 
 }  // namespace radix
-
-namespace radix::detail {
-
-// ---- loading a cached object ----
-
-std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& path, const std::string& keyText,
-                                       std::string& why) {
-  initLlvmOnce();
-  auto fail = [&](std::string reason, llvm::Error e = llvm::Error::success()) -> std::optional<LoadedObject> {
-    if (e) reason += ": " + errorText(std::move(e));
-    why = std::move(reason);
-    return std::nullopt;
-  };
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(bytes, path);
-  // Only a relocatable object of this machine's kind goes to the linker.
-  auto parsed = llvm::object::ObjectFile::createObjectFile(buffer->getMemBufferRef());
-  if (!parsed) return fail("corrupt (entry.o is no object file)", parsed.takeError());
-  const llvm::Triple host(llvm::sys::getProcessTriple());
-  if (!(*parsed)->isRelocatableObject() || (*parsed)->getArch() != host.getArch())
-    return fail("foreign (entry.o is not a relocatable object for " + host.str() + ")");
-  auto jit = llvm::orc::LLJITBuilder().create();
-  if (!jit) return fail("unloadable", jit.takeError());
-  auto& dylib = (*jit)->getMainJITDylib();
-  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
-  if (!generator) return fail("unloadable", generator.takeError());
-  dylib.addGenerator(std::move(*generator));
-  if (auto err = (*jit)->addObjectFile(std::move(buffer))) return fail("unloadable", std::move(err));
-  auto key = (*jit)->lookup(kEntryKeySymbol);
-  if (!key) return fail("foreign (entry.o has no " + std::string(kEntryKeySymbol) + ")", key.takeError());
-  if (std::memcmp(key->toPtr<const char*>(), keyText.data(), keyText.size()) != 0)
-    return fail("foreign (entry.o was built for another module)");
-  auto symbol = (*jit)->lookup(kPackedEntry);
-  if (!symbol) return fail("unloadable (no entry point)", symbol.takeError());
-  LoadedObject out;
-  if (auto size = (*jit)->lookup(kProfileSitesSizeSymbol)) {
-    const int64_t n = *size->toPtr<const int64_t*>();
-    if (n < 0 || static_cast<size_t>(n) > kMaxProfileSitesBytes) return fail("corrupt (profile table size)");
-    auto sitesText = (*jit)->lookup(kProfileSitesSymbol);
-    if (!sitesText) return fail("corrupt (profile table)", sitesText.takeError());
-    out.profileSites.emplace(sitesText->toPtr<const char*>(), static_cast<size_t>(n));
-  } else {
-    llvm::consumeError(size.takeError());
-  }
-  out.entry = symbol->toPtr<void*>();
-  out.owner = std::shared_ptr<llvm::orc::LLJIT>(std::move(*jit));
-  return out;
-}
-
-}  // namespace radix::detail

@@ -6,6 +6,7 @@
 
 #include "radix/detail/trace.h"
 #include "radix/platform.h"
+#include "runtime/executable.h"
 
 namespace mlir {
 class ModuleOp;
@@ -13,28 +14,6 @@ class Operation;
 }
 
 namespace radix::detail {
-
-struct ProfileTable;
-
-/// Packed entry point: one pointer per argument and out-parameter, each pointing to that
-/// buffer's data pointer (static shapes, bare-pointer calling convention).
-using PackedEntry = void (*)(void**);
-
-/// resultAlias of a zero-size result: no out-parameter, nothing to copy.
-constexpr int32_t kNoData = -2;
-
-struct CompiledCode {
-  PackedEntry entry = nullptr;
-  std::shared_ptr<void> owner;  // keeps the JIT or loaded object alive
-  bool fromCache = false;
-  /// Per result: -1, or the earlier result it duplicates (the entry returns each value once;
-  /// the runtime copies duplicates), or kNoData for a zero-size result the entry does not return.
-  std::vector<int32_t> resultAlias;
-  /// The per-op profile's counters, when compiled with profiling (runtime/profiler.h).
-  std::shared_ptr<ProfileTable> profile;
-  /// Seconds spent in each phase (for the compile log and the trace).
-  double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;
-};
 
 /// Lowers a clone of `module` (printed, without locations, as `moduleText`: the hashed bytes)
 /// to native code for `platform`, or loads it from the cache.
@@ -51,8 +30,5 @@ void checkTarget(const CompileOptions& options);
 /// fusion is over (or before sharding, whose partitioner has no interface for them) they would
 /// only copy. dropFusionBarriers(module) turns `alloc_tensor() copy(%x)` into `%x`.
 void dropFusionBarriers(mlir::Operation* root);
-
-/// The executable that runs compiled code on CPU buffers (src/runtime/exe.cpp).
-std::shared_ptr<Executable> makeCpuExecutable(std::string mlirText, Signature signature, CompiledCode code);
 
 }  // namespace radix::detail

@@ -4,13 +4,13 @@
 #include <vector>
 
 #include "mlir/IR/BuiltinOps.h"
+#include "runtime/cache.h"
 #include "runtime/profiler.h"
 
 namespace radix::detail {
 
-/// Profiled objects export their site table (profileSitesText) and its length under these names.
-inline constexpr const char* kProfileSitesSymbol = "radix_profile_sites";
-inline constexpr const char* kProfileSitesSizeSymbol = "radix_profile_sites_size";
+/// Profiled objects export their site table (profileSitesText) and its length under
+/// kProfileSitesSymbol and kProfileSitesSizeSymbol (runtime/cache.h).
 
 /// Wraps each kernel-to-be, loop nest and copy in radix_profile_begin/end(id); the sites by id.
 std::vector<ProfileSite> instrumentProfile(mlir::ModuleOp module);

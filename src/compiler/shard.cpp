@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "compiler/cache.h"
+#include "runtime/cache.h"
 #include "compiler/compiler.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

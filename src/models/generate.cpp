@@ -152,6 +152,7 @@ struct LanguageModel::Impl {
   /// Forgets the executables (the context changed).
   virtual void clear() = 0;
   virtual size_t executables() const = 0;
+  virtual std::vector<std::pair<int64_t, std::string>> cacheEntries() const = 0;
 };
 
 namespace {
@@ -175,6 +176,11 @@ struct ModelImpl final : LanguageModel::Impl {
   }
   void clear() override { steps.clear(); }
   size_t executables() const override { return steps.size(); }
+  std::vector<std::pair<int64_t, std::string>> cacheEntries() const override {
+    std::vector<std::pair<int64_t, std::string>> out;
+    for (const auto& [length, exe] : steps) out.emplace_back(length, exe.cacheEntry());
+    return out;
+  }
 };
 
 template <class M>
@@ -352,6 +358,7 @@ const Tokenizer& LanguageModel::tokenizer() const {
   return *impl_->tokenizer;
 }
 size_t LanguageModel::executables() const { return impl_->executables(); }
+std::vector<std::pair<int64_t, std::string>> LanguageModel::cacheEntries() const { return impl_->cacheEntries(); }
 int64_t LanguageModel::context() const { return impl_->context; }
 int64_t LanguageModel::position() const { return impl_->position; }
 

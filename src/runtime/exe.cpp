@@ -1,13 +1,14 @@
 // Platform and the CPU executable: argument checks, result allocation, donation, the call.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <mutex>
 
-#include "compiler/compiler.h"
 #include "compiler/kernels/packed.h"
 #include "radix/detail/visit.h"
 #include "runtime/mpi.h"
+#include "runtime/executable.h"
 #include "runtime/profiler.h"
 #include "runtime/runtime.h"
 
@@ -66,13 +67,20 @@ Platform Platform::withOptions(CompileOptions options) const {
   if (options.threads < 0 || options.threads > CompileOptions::kMaxThreads)
     throw Error("[platform] threads must be 0 (one per core) or 1.." + std::to_string(CompileOptions::kMaxThreads) +
                 ", got " + std::to_string(options.threads));
-  detail::checkTarget(options);
+  if (detail::TargetChecker check = detail::targetChecker().load()) check(options);
   auto s = std::make_shared<detail::PlatformState>(*state_);
   s->options = std::move(options);
   return Platform(std::move(s));
 }
 
 namespace detail {
+
+std::atomic<TargetChecker>& targetChecker() {
+  static std::atomic<TargetChecker> checker{nullptr};
+  return checker;
+}
+
+void setTargetChecker(TargetChecker checker) { targetChecker().store(checker); }
 
 void checkCallStructure(const Signature& signature, const std::type_info& argTypes, uint64_t constantsHash) {
   if (*signature.argTypes != argTypes)
@@ -123,6 +131,7 @@ class CpuExecutable final : public Executable {
   const std::string& mlir() const override { return mlir_; }
   const Signature& signature() const override { return signature_; }
   bool fromCache() const override { return code_.fromCache; }
+  const std::string& cacheEntry() const override { return code_.entryDir; }
 
   std::vector<Tensor> run(const std::vector<const Tensor*>& leaves,
                           const std::function<std::string(size_t)>& leafPath) const override {

@@ -237,6 +237,7 @@ Tensor TraceContext::mainArgument(const Tensor& leaf, const std::string& path) {
     else argByIdentity_[identity] = index;
   }
   leafToArg_.push_back(index);
+  leafPaths_.push_back(path);
   values_.push_back(Value{mainBlock_->getArgument(index), scopes_.front().id});
   return TensorAccess::traced(leaf.shape(), serial_, static_cast<uint32_t>(values_.size() - 1), index);
 }
@@ -322,6 +323,7 @@ std::shared_ptr<Executable> TraceContext::finishMain(const std::type_info& argTy
   signature.argTypes = &argTypes;
   signature.constantsHash = constantsHash;
   signature.leafToArg = leafToArg_;
+  signature.leafPaths = leafPaths_;
   signature.argShapes = mainArgShapes_;
   signature.resultShapes = r.shapes;
   signature.donations = r.donations;

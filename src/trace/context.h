@@ -119,6 +119,7 @@ class TraceContext {
   mlir::Block* mainBlock_ = nullptr;
   std::vector<Shape> mainArgShapes_;
   std::vector<int32_t> leafToArg_;
+  std::vector<std::string> leafPaths_;
   std::vector<std::string> argPaths_;  // per @main argument: the path of its first leaf
   std::unordered_map<const void*, int32_t> argByBuffer_;
   std::unordered_map<uint64_t, int32_t> argByIdentity_;

@@ -1,7 +1,7 @@
 // libFuzzer target for the cache entry reader: the input is a meta.json, then the separator line
 // "\n--entry.o--\n", then an entry.o. They are written into an entry folder and loaded as a
 // cached compile would load them; every input must give a miss (with a warning) or a loaded
-// object, never a crash, a hang or a sanitizer report.
+// object (and radix::Program's table of the entry is read or refused), never a crash, a hang or a sanitizer report.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "compiler/cache.h"
+#include "runtime/cache.h"
 
 namespace {
 constexpr std::string_view kSeparator = "\n--entry.o--\n";
@@ -41,5 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ::dup2(saved, 2);
   ::close(saved);
   radix::detail::parseCacheMeta(meta, "0123456789abcdef", 1);
+  std::string why;
+  radix::detail::readProgramEntry(dir.string(), why);  // radix::Program's reading of the same folder
   return 0;
 }

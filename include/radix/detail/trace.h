@@ -52,6 +52,7 @@ struct Signature {
   const std::type_info* argTypes = nullptr;  // std::tuple<Args...>
   uint64_t constantsHash = 0;                // non-Tensor leaves and structure
   std::vector<int32_t> leafToArg;            // Tensor leaf -> @main argument
+  std::vector<std::string> leafPaths;        // per Tensor leaf: "self.layers[1].w", "x"
   std::vector<Shape> argShapes;              // per @main argument
   std::vector<Shape> resultShapes;           // per @main result
   std::vector<int32_t> donations;            // per result: donated argument or -1
@@ -72,6 +73,8 @@ class Executable {
                                   const std::function<std::string(size_t)>& leafPath) const = 0;
   /// True when this executable came from the on-disk cache.
   virtual bool fromCache() const = 0;
+  /// The cache entry folder holding its code ("" when the cache is off).
+  virtual const std::string& cacheEntry() const = 0;
 };
 
 /// Checks a call's argument structure against the signature (radix::Error "[exe] ..." if off).

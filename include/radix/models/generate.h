@@ -22,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "radix/io.h"
@@ -114,6 +115,9 @@ class LanguageModel {
   /// Step executables compiled so far for the current context (one per chunk length used).
   /// lm.generate(ids, 50, {}); lm.executables() -> 2 (a prompt bucket and decode)
   size_t executables() const;
+  /// The step executables' cache entry folders by step length ("" with the cache off), which
+  /// radix::Program loads without the compiler: {{1, ".../cpu/Model_ab12..."}, {16, ...}}
+  std::vector<std::pair<int64_t, std::string>> cacheEntries() const;
   /// The cache's length (0 before reset): reset(20) -> 32.
   int64_t context() const;
   /// The position of the next token: reset(20); feed(3 ids) -> 3.

@@ -1,5 +1,6 @@
 #pragma once
-// Cache entries and dump folders (no MLIR here).
+// Cache entries and dump folders, the compiled object's ABI and its loader (no MLIR or LLVM
+// here: part of the runtime library).
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -10,9 +11,18 @@
 #include <vector>
 
 #include "radix/cache.h"
+#include "radix/detail/trace.h"
 #include "radix/platform.h"
 
 namespace radix::detail {
+
+/// The symbols every compiled object exports: the packed entry, the key it was built for
+/// (entryKeyText) and, when profiled, its site table (profileSitesText) and that table's length.
+inline constexpr const char* kPackedEntry = "_mlir_radix_entry";
+inline constexpr const char* kEntryKeySymbol = "radix_entry_key";
+inline constexpr const char* kProfileSitesSymbol = "radix_profile_sites";
+inline constexpr const char* kProfileSitesSizeSymbol = "radix_profile_sites_size";
+inline constexpr size_t kMaxProfileSitesBytes = 64 << 20;
 
 struct LoadedObject {
   void* entry = nullptr;
@@ -22,8 +32,8 @@ struct LoadedObject {
   std::optional<std::string> profileSites;
 };
 
-/// Loads a relocatable object (the bytes of the file at `path`) into a fresh JIT, finds the packed
-/// entry, and checks that the object's `radix_entry_key` symbol holds `keyText` (compiler.cpp).
+/// Links a relocatable object (the bytes of the file at `path`) into this process (runtime/elf.h),
+/// finds the packed entry, and checks that the object's `radix_entry_key` symbol holds `keyText` (compiler.cpp).
 /// On failure, says why.
 std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& path, const std::string& keyText,
                                        std::string& why);
@@ -58,14 +68,37 @@ std::string entryPath(const std::string& root, std::string_view target, const st
 /// Writes a file through a temporary and a rename; failures are warnings.
 void writeFileAtomic(const std::filesystem::path& path, const std::string& content);
 
+/// What meta.json records of a program besides its object: enough for the runtime to load and
+/// call it without the compiler (radix::Program).
+struct ProgramEntry {
+  uint64_t key = 0;
+  std::string name;                   // "Mlp"
+  std::string target = "cpu";         // the platform's target
+  std::string arch;                   // "x86_64"
+  std::string cpu;                    // "sapphirerapids"
+  std::vector<std::string> features;  // enabled LLVM features: {"avx2", "avx512f", ...}
+  Signature signature;                // argTypes is null: the runtime calls by leaves
+};
+/// The machine architecture of this process: "x86_64".
+std::string hostArch();
+/// Of `features` (LLVM names), those this CPU lacks according to /proc/cpuinfo (the ones that
+/// decide instruction selection: AVX*, FMA, F16C, AVX-512*, AMX*).
+std::vector<std::string> missingCpuFeatures(const std::vector<std::string>& features);
+/// meta.json of the entry in `dir` as a ProgramEntry; nullopt with `why` when it is unreadable,
+/// corrupt, or written without the program fields.
+std::optional<ProgramEntry> readProgramEntry(const std::string& dir, std::string& why);
+/// The checked object of the entry in `dir` for `key`, linked; nullopt with `why` on failure.
+std::optional<LoadedObject> loadEntryObject(const std::string& dir, uint64_t key, size_t numResults, std::string& why);
+
 class CacheEntry {
  public:
   CacheEntry(std::string dir, uint64_t key) : dir_(std::move(dir)), key_(key) {}
   /// Loads the entry; a missing entry is a miss, a bad one a warning (and a miss).
   std::optional<LoadedObject> load(size_t numResults);
-  /// Writes module.mlir, the object (through writeObject(path)) and meta.json into a temporary
-  /// folder, then renames it into place; a concurrent writer's entry is kept.
-  void store(const std::string& moduleText, const std::vector<int32_t>& resultAlias,
+  /// Writes module.mlir, the object (through writeObject(path)) and meta.json (with `program`'s
+  /// fields, its key aside) into a temporary folder, then renames it into place; a concurrent
+  /// writer's entry is kept.
+  void store(const std::string& moduleText, const std::vector<int32_t>& resultAlias, const ProgramEntry& program,
              const std::function<void(const std::string&)>& writeObject);
   const std::string& dir() const { return dir_; }
 

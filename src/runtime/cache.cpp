@@ -1,4 +1,4 @@
-#include "compiler/cache.h"
+#include "runtime/cache.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -9,7 +9,9 @@
 #include <xxhash.h>
 
 #include <atomic>
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +21,8 @@
 
 #include "radix/error.h"
 #include "radix/version.h"
+#include "runtime/elf.h"
+#include "runtime/profiler.h"
 
 namespace radix {
 namespace detail {
@@ -40,7 +44,7 @@ std::string hex16(uint64_t v) {
 
 // Entry files are untrusted: a symlink to /dev/zero, a FIFO or a huge file must not hang or
 // exhaust memory.
-constexpr size_t kMaxMetaBytes = size_t{1} << 20;
+constexpr size_t kMaxMetaBytes = size_t{1} << 24;
 constexpr size_t kMaxObjectBytes = size_t{1} << 31;
 
 }  // namespace
@@ -136,6 +140,177 @@ MetaCheck parseCacheMeta(std::string_view text, const std::string& key, size_t n
   return out;
 }
 
+// ---- the object's loader ----
+
+std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& path, const std::string& keyText,
+                                       std::string& why) {
+  std::string problem;
+  std::shared_ptr<LinkedObject> linked(LinkedObject::link(bytes, problem));
+  if (!linked) {
+    why = problem;
+    return std::nullopt;
+  }
+  const char* key = static_cast<const char*>(linked->symbol(kEntryKeySymbol));
+  if (!key) {
+    why = "foreign (entry.o has no " + std::string(kEntryKeySymbol) + ")";
+    return std::nullopt;
+  }
+  if (std::memcmp(key, keyText.data(), keyText.size()) != 0) {
+    why = "foreign (entry.o was built for another module)";
+    return std::nullopt;
+  }
+  void* entry = linked->symbol(kPackedEntry);
+  if (!entry) {
+    why = "unloadable (entry.o has no entry point)";
+    return std::nullopt;
+  }
+  LoadedObject out;
+  if (const auto* size = static_cast<const int64_t*>(linked->symbol(kProfileSitesSizeSymbol))) {
+    const auto* text = static_cast<const char*>(linked->symbol(kProfileSitesSymbol));
+    if (*size < 0 || static_cast<size_t>(*size) > kMaxProfileSitesBytes || !text) {
+      why = "corrupt (profile table)";
+      return std::nullopt;
+    }
+    out.profileSites.emplace(text, static_cast<size_t>(*size));
+  }
+  out.entry = entry;
+  out.owner = std::move(linked);
+  return out;
+}
+
+// ---- what meta.json says of the program ----
+
+namespace {
+
+using Json = nlohmann::json;
+
+Json shapeJson(const Shape& s) {
+  std::vector<std::string> tags;
+  for (int64_t i = 0; i < s.rank(); ++i) tags.emplace_back(s.tag(i).name());
+  return {{"dims", s.dims()}, {"dtype", std::string(name(s.dtype()))}, {"tags", tags}, {"sharded", s.shardingMask()}};
+}
+
+// Throws radix::Error (caught by the reader) on anything malformed.
+Shape shapeFromJson(const Json& j) {
+  if (!j.is_object()) throw Error("a shape is not an object");
+  const Json& dims = j.at("dims");
+  const Json& tags = j.at("tags");
+  if (!dims.is_array() || !tags.is_array() || tags.size() != dims.size() || dims.size() > 8)
+    throw Error("a shape's dims or tags");
+  std::vector<int64_t> d;
+  for (const Json& x : dims) {
+    if (!x.is_number_integer()) throw Error("a dim is not an integer");
+    d.push_back(x.get<int64_t>());
+  }
+  Shape s(d, parseDType(j.at("dtype").get<std::string>()));
+  std::vector<Tag> t;
+  for (const Json& x : tags) t.emplace_back(x.get<std::string>());
+  s = s.withTags(t);
+  const auto mask = j.at("sharded").get<uint64_t>();
+  if (mask >> d.size()) throw Error("a sharded axis out of range");
+  for (int64_t i = 0; i < s.rank(); ++i)
+    if ((mask >> i) & 1u) s = s.withSharding({Axis(i)});
+  return s;
+}
+
+Json programJson(const ProgramEntry& p) {
+  const Signature& sig = p.signature;
+  Json args = Json::array(), results = Json::array();
+  for (const Shape& s : sig.argShapes) args.push_back(shapeJson(s));
+  for (size_t r = 0; r < sig.resultShapes.size(); ++r) {
+    Json j = shapeJson(sig.resultShapes[r]);
+    j["donates"] = r < sig.donations.size() ? sig.donations[r] : -1;
+    j["memory"] = std::string(memoryKindName(r < sig.memories.size() ? sig.memories[r] : Memory::device));
+    results.push_back(std::move(j));
+  }
+  return {{"name", p.name},         {"target", p.target},        {"arch", p.arch},
+          {"cpu", p.cpu},           {"features", p.features},    {"partitions", sig.partitions},
+          {"leaf_to_arg", sig.leafToArg}, {"leaf_paths", sig.leafPaths}, {"args", args},
+          {"results", results}};
+}
+
+}  // namespace
+
+std::string hostArch() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "unknown";
+#endif
+}
+
+std::optional<ProgramEntry> readProgramEntry(const std::string& dir, std::string& why) {
+  ReadResult text = readRegularFile((fs::path(dir) / kMeta).string(), kMaxMetaBytes);
+  if (!text.data) {
+    why = "meta.json is " + text.problem;
+    return std::nullopt;
+  }
+  Json meta = Json::parse(*text.data, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object()) {
+    why = "meta.json is not a JSON object";
+    return std::nullopt;
+  }
+  if (!meta.contains("program")) {
+    why = "meta.json has no program table: the entry was written by an older Radix; compile it again";
+    return std::nullopt;
+  }
+  try {
+    const Json& p = meta.at("program");
+    ProgramEntry out;
+    const std::string key = meta.at("key").get<std::string>();
+    if (key.size() != 16 || key.find_first_not_of("0123456789abcdef") != std::string::npos) throw Error("key");
+    out.key = std::stoull(key, nullptr, 16);
+    out.name = p.at("name").get<std::string>();
+    out.target = p.at("target").get<std::string>();
+    out.arch = p.at("arch").get<std::string>();
+    out.cpu = p.at("cpu").get<std::string>();
+    out.features = p.at("features").get<std::vector<std::string>>();
+    Signature& sig = out.signature;
+    sig.partitions = p.at("partitions").get<int>();
+    if (sig.partitions < 1 || sig.partitions > Sharding::kMaxDevices) throw Error("partitions");
+    for (const Json& a : p.at("args")) sig.argShapes.push_back(shapeFromJson(a));
+    for (const Json& r : p.at("results")) {
+      sig.resultShapes.push_back(shapeFromJson(r));
+      const auto donates = r.at("donates").get<int64_t>();
+      if (donates < -1 || donates >= static_cast<int64_t>(sig.argShapes.size())) throw Error("a donation out of range");
+      sig.donations.push_back(static_cast<int32_t>(donates));
+      const std::string memory = r.at("memory").get<std::string>();
+      Memory m = Memory::device;
+      if (memory == memoryKindName(Memory::hostPinned)) m = Memory::hostPinned;
+      else if (memory == memoryKindName(Memory::hostUnpinned)) m = Memory::hostUnpinned;
+      else if (memory != memoryKindName(Memory::device)) throw Error("a memory kind");
+      sig.memories.push_back(m);
+    }
+    for (const Json& a : p.at("leaf_to_arg")) {
+      const auto v = a.get<int64_t>();
+      if (v < 0 || v >= static_cast<int64_t>(sig.argShapes.size())) throw Error("leaf_to_arg out of range");
+      sig.leafToArg.push_back(static_cast<int32_t>(v));
+    }
+    sig.leafPaths = p.at("leaf_paths").get<std::vector<std::string>>();
+    if (sig.leafPaths.size() != sig.leafToArg.size()) throw Error("leaf_paths");
+    std::vector<bool> used(sig.argShapes.size(), false);
+    for (int32_t a : sig.leafToArg) used[static_cast<size_t>(a)] = true;
+    if (std::find(used.begin(), used.end(), false) != used.end()) throw Error("an argument no leaf maps to");
+    return out;
+  } catch (const std::exception& e) {
+    why = std::string("meta.json's program table is corrupt (") + e.what() + ")";
+    return std::nullopt;
+  }
+}
+
+std::optional<LoadedObject> loadEntryObject(const std::string& dir, uint64_t key, size_t numResults, std::string& why) {
+  EntryCheck check = checkEntry(fs::path(dir), hex16(key), numResults);
+  if (!check.problem.empty()) {
+    why = check.problem;
+    return std::nullopt;
+  }
+  auto loaded = loadObject(check.object, (fs::path(dir) / kObject).string(), entryKeyText(key, check.resultAlias), why);
+  if (loaded) loaded->resultAlias = std::move(check.resultAlias);
+  return loaded;
+}
+
 std::string entryKeyText(uint64_t key, const std::vector<int32_t>& resultAlias) {
   std::string text = "radix " RADIX_VERSION " " + hex16(key) + " " +
                      hex16(XXH64(resultAlias.data(), resultAlias.size() * sizeof(int32_t), 0));
@@ -214,7 +389,7 @@ std::optional<LoadedObject> CacheEntry::load(size_t numResults) {
 }
 
 void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>& resultAlias,
-                       const std::function<void(const std::string&)>& writeObject) {
+                       const ProgramEntry& program, const std::function<void(const std::string&)>& writeObject) {
   const fs::path dir(dir_);
   std::error_code ec;
   fs::create_directories(dir.parent_path(), ec);
@@ -235,7 +410,8 @@ void CacheEntry::store(const std::string& moduleText, const std::vector<int32_t>
                          {"radix", RADIX_VERSION},
                          {"object_bytes", object->size()},
                          {"result_alias", resultAlias},
-                         {"object_xxh64", hex16(XXH64(object->data(), object->size(), 0))}};
+                         {"object_xxh64", hex16(XXH64(object->data(), object->size(), 0))},
+                         {"program", programJson(program)}};
   {
     std::ofstream out(tmp / kMeta);
     out << meta.dump(1) << "\n";

@@ -1,0 +1,47 @@
+#pragma once
+// Compiled code as the runtime holds it: the packed entry, what keeps it alive, result aliases.
+// No MLIR or LLVM here: the runtime library builds without them.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "radix/detail/trace.h"
+
+namespace radix::detail {
+
+struct ProfileTable;
+
+/// Packed entry point: one pointer per argument and out-parameter, each pointing to that
+/// buffer's data pointer (static shapes, bare-pointer calling convention).
+using PackedEntry = void (*)(void**);
+
+/// resultAlias of a zero-size result: no out-parameter, nothing to copy.
+constexpr int32_t kNoData = -2;
+
+struct CompiledCode {
+  PackedEntry entry = nullptr;
+  std::shared_ptr<void> owner;  // keeps the JIT or loaded object alive
+  bool fromCache = false;
+  /// Per result: -1, or the earlier result it duplicates (the entry returns each value once;
+  /// the runtime copies duplicates), or kNoData for a zero-size result the entry does not return.
+  std::vector<int32_t> resultAlias;
+  /// The per-op profile's counters, when compiled with profiling (runtime/profiler.h).
+  std::shared_ptr<ProfileTable> profile;
+  /// The cache entry holding this code, "" when none was written.
+  std::string entryDir;
+  /// Seconds spent in each phase (for the compile log and the trace).
+  double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;
+};
+
+/// The CPU executable over compiled code (runtime/exe.cpp).
+std::shared_ptr<Executable> makeCpuExecutable(std::string mlirText, Signature signature, CompiledCode code);
+
+/// Validates CompileOptions::targetCpu / targetFeatures against LLVM's tables; set by the
+/// compiler library when it is loaded (the runtime alone accepts any names).
+using TargetChecker = void (*)(const CompileOptions&);
+void setTargetChecker(TargetChecker checker);
+std::atomic<TargetChecker>& targetChecker();
+
+}  // namespace radix::detail
