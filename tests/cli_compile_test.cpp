@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "io_testing.h"
 #include "models_testing.h"
 #include "radix/runtime.h"
+#include "compiler/gpu.h"
 #include "runtime/cache.h"
 
 namespace {
@@ -81,6 +83,32 @@ TEST(CliCompile, CompilesForAnotherCpu) {
       EXPECT_NE(std::string(e.what()).find("which this CPU lacks"), std::string::npos) << e.what();
     }
   }
+}
+
+// The GPT-2 and Llama steps for an H100/H200, compiled on this CPU-only machine: cubins made by
+// ptxas, written to the cache with the program table.
+TEST(CliCompile, CudaStepsOfGpt2AndLlama) {
+  if (radix::detail::findPtxas().empty()) GTEST_SKIP() << "no ptxas (the CUDA toolkit) on PATH or in /usr/local/cuda/bin";
+  for (const char* model : {"gpt2-tiny", "llama-tiny"}) {
+    radix::iotest::TempDir dir("cli-compile-cuda");
+    const CommandResult r = cliIn(dir.path.string(), "compile --model " + testModels() + "/" + model + " -c 16 --target cuda:sm_90a");
+    ASSERT_EQ(r.status, 0) << model << ": " << r.out;
+    const auto entries = steps(r.out);
+    ASSERT_EQ(entries.size(), 2u) << r.out;
+    for (const auto& [length, path] : entries) {
+      EXPECT_NE(path.find("/cuda:sm_90a/"), std::string::npos) << path;
+      std::string why;
+      auto entry = radix::detail::readProgramEntry(path, why);
+      ASSERT_TRUE(entry) << why;
+      EXPECT_EQ(entry->target, "cuda:sm_90a");
+      std::ifstream in(std::filesystem::path(path) / "entry.o", std::ios::binary);
+      const std::string object((std::istreambuf_iterator<char>(in)), {});
+      EXPECT_NE(object.find(".nv.info."), std::string::npos) << model << " step " << length << ": no cubin in the object";
+    }
+  }
+  const CommandResult bad = cliIn("/tmp", "compile --target tpu");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--target is cpu or cuda:sm_XX[a]"), std::string::npos) << bad.out;
 }
 
 TEST(CliCompile, BadArgumentsGiveCleanErrors) {

@@ -131,7 +131,7 @@ models::LoadOptions chooseDtypes(const RunOptions& o) {
 }
 
 Platform platformFor(const RunOptions& o) {
-  const Platform cpu = platformWith(o.threads);
+  const Platform cpu = o.cudaArch.empty() ? platformWith(o.threads) : Platform::cudaTarget(o.cudaArch);
   if (o.targetCpu.empty() && o.targetFeatures.empty() && o.cacheDir.empty()) return cpu;
   CompileOptions options = cpu.options();
   options.targetCpu = o.targetCpu;

@@ -71,8 +71,9 @@ struct RunOptions {
   std::optional<DType> dtype, compute, kv;
   std::optional<std::string> system, templateFile;
   bool verbose = false;
-  /// CompileOptions' targetCpu, targetFeatures and cacheDir (radix compile).
-  std::string targetCpu, targetFeatures, cacheDir;
+  /// CompileOptions' targetCpu, targetFeatures and cacheDir, and a CUDA target ("sm_90a"), for
+  /// radix compile.
+  std::string targetCpu, targetFeatures, cacheDir, cudaArch;
 };
 
 /// Consumes `flag` (and its value) when it is one of RunOptions' flags; false otherwise.

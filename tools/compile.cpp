@@ -21,7 +21,12 @@ int cli::compileCommand(Args& args) {
       args.unknown(flag);
     if (runOption(args, flag, o)) continue;
     if (flag == "-c" || flag == "--context") context = args.number<int64_t>(flag);
-    else if (flag == "--target-cpu") o.targetCpu = std::string(args.value(flag));
+    else if (flag == "--target") {
+      const std::string_view t = args.value(flag);
+      if (t == "cpu") continue;
+      if (!t.starts_with("cuda:")) throw UsageError{"[compile] --target is cpu or cuda:sm_XX[a], got \"" + std::string(t) + "\""};
+      o.cudaArch = std::string(t.substr(5));
+    } else if (flag == "--target-cpu") o.targetCpu = std::string(args.value(flag));
     else if (flag == "--target-features") o.targetFeatures = std::string(args.value(flag));
     else if (flag == "--cache-dir") o.cacheDir = std::string(args.value(flag));
     else args.unknown(flag);

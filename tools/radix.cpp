@@ -157,7 +157,8 @@ const Command kCommands[] = {
      "  -t, --threads N       threads (default: all cores)\n",
      radix::cli::quantizeCommand},
     {"compile",
-     "radix compile [--model PATH] [-c CONTEXT] [--target-cpu CPU] [--target-features LIST]\n"
+     "radix compile [--model PATH] [-c CONTEXT] [--target cpu|cuda:sm_XX] [--target-cpu CPU]\n"
+     "                     [--target-features LIST]\n"
      "                     [--cache-dir DIR] [-t THREADS] [--dtype f32|bf16|f16] [--compute f32|bf16|f16]\n"
      "                     [--kv-type f32|f16|bf16]",
      "Compiles a model's executables ahead of time into the cache (the decode step and each prompt\n"
@@ -166,6 +167,7 @@ const Command kCommands[] = {
      "with the same options start warm (docs/aot.md).\n"
      "  -m, --model PATH      an HF folder or a .gguf file (default: the model embedded in radix)\n"
      "  -c, --context N       the KV cache's length (default: the model's, at most 2048)\n"
+     "  --target T            cpu (default) or a CUDA GPU, cuda:sm_90a for an H100/H200 (docs/gpu.md)\n"
      "  --target-cpu CPU      compile for this CPU (`radix targets` lists them; default: this host's)\n"
      "  --target-features L   with +name/-name features, comma-separated (\"+avx512f,-amx-tile\")\n"
      "  --cache-dir DIR       the cache to write (default: $RADIX_CACHE_DIR, else ~/.cache/radix)\n"

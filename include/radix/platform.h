@@ -72,8 +72,20 @@ class Platform {
   /// The host CPU (initialises LLVM's native target once per process).
   static Platform cpu();
 
-  /// "cpu"
+  /// The NVIDIA GPU `device`, through the CUDA driver loaded at run time (libcuda.so.1: nothing
+  /// links against a GPU library). Throws radix::Error("[platform] CUDA is not available: ...")
+  /// on a machine without the driver or a device. Platform::cuda().target() -> "cuda:sm_90a"
+  static Platform cuda(int device = 0);
+  /// A CUDA compile target without a device, to compile ahead of time on any machine (docs/gpu.md);
+  /// its executables are written to the cache, not run. Throws radix::Error("[platform] ...") for a
+  /// name that is not sm_<digits>[a]. Platform::cudaTarget("sm_90a").target() -> "cuda:sm_90a"
+  static Platform cudaTarget(std::string_view arch);
+
+  /// "cpu", "cuda:sm_90a"
   std::string_view target() const;
+  /// True for a platform whose executables can run here (the CPU, a CUDA device), false for a
+  /// compile-only target (Platform::cudaTarget).
+  bool canRun() const;
   /// The sharding configuration: numReplicas, numPartitions, enabled.
   const Sharding& sharding() const;
   /// A copy with another sharding: cpu.withSharding({.numPartitions = 4}) under mpirun -np 4.

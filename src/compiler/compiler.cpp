@@ -19,6 +19,7 @@
 #include "compiler/kernels/conv_lower.h"
 #include "compiler/kernels/lower.h"
 #include "compiler/kernels/quant/lower_quant.h"
+#include "compiler/gpu.h"
 #include "compiler/profile_sites.h"
 #include "compiler/shard.h"
 #include "compiler/fast_ewise.h"
@@ -34,6 +35,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -87,6 +89,9 @@ const char* kFusePipeline =
     "func.func(linalg-generalize-named-ops,radix-fuse-elementwise-ops),canonicalize,cse,"
     // fast_ewise.cpp: unit dims folded (reshapes out of the way), row ops fused over rows.
     "func.func(radix-fold-unit-dims,canonicalize,cse,radix-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse";
+// The CUDA path's (compiler/gpu.cpp): upstream fusion only, the row kernels are the CPU's.
+const char* kCudaFusePipeline =
+    "convert-elementwise-to-linalg,func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse";
 // Between the two: writeLoopStateInPlace.
 const char* kBufferizePipeline =
     "eliminate-empty-tensors,"
@@ -266,6 +271,9 @@ struct Target {
   std::string triple, cpu, features;
   std::string str() const { return triple + "|" + cpu + "|" + features; }
 };
+
+// The host side of a CUDA executable runs on whatever x86-64 CPU serves the GPU: baseline code.
+Target cudaHostTarget() { return Target{llvm::sys::getProcessTriple(), "x86-64", ""}; }
 
 Target hostTarget(const CompileOptions& options) {
   Target t;
@@ -589,7 +597,10 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
   total.arg("name", name);
   initLlvmOnce();
   const CompileOptions& options = platform.options();
-  const Target target = hostTarget(options);
+  const bool cuda = !cudaArch(platform.target()).empty();
+  const Target target = cuda ? cudaHostTarget() : hostTarget(options);
+  if (cuda && signature.partitions > 1)
+    throw Error("[compile] " + std::string(platform.target()) + ": sharded programs do not run on the GPU yet");
 
   // With locations: only for dumps and new cache entries, not on the warm path.
   auto debugText = [&] {
@@ -628,6 +639,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
       code.owner = loaded->owner;
       code.fromCache = true;
       code.entryDir = cache->dir();
+      if (cuda) code.cannotRun = cannotRunOnGpu(name, platform.target(), code.entryDir);
       code.resultAlias = std::move(loaded->resultAlias);
       if (object) *object = readRegularFile((fs::path(cache->dir()) / "entry.o").string(), size_t(1) << 34).data.value_or("");
       return code;
@@ -643,9 +655,11 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     mlir::registerBuiltinDialectTranslation(registry);
     mlir::registerLLVMDialectTranslation(registry);
     mlir::registerOpenMPDialectTranslation(registry);
+    if (cuda) mlir::registerAllGPUToLLVMIRTranslations(registry);
     ctx->appendDialectRegistry(registry);
   }
   registerPassesOnce();
+  if (cuda) initNvptxOnce();
 
   mlir::OwningOpRef<mlir::ModuleOp> lowered(mlir::cast<mlir::ModuleOp>(module->clone()));
 
@@ -658,7 +672,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
 
   double lowerSeconds = 0;
   std::vector<int32_t> resultAlias;
-  const bool profile = profileOn(options);
+  const bool profile = profileOn(options) && !cuda;
   std::vector<ProfileSite> sites;
   {
     TraceEvent lower("compile.lower");
@@ -682,23 +696,27 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     resultAlias = prepareEntry(*lowered, signature);
     retypeZeroSizeBoundaries(*lowered, resultAlias);
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
-    runPipeline(kFusePipeline, "fusion");
+    runPipeline(cuda ? kCudaFusePipeline : kFusePipeline, "fusion");
     dropFusionBarriers(lowered->getOperation());
     unshareContractionInits(*lowered);
     writeLoopStateInPlace(*lowered);
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
-    // Before the profile's sites: the composition it replaces is gone, its kernel call is a site.
-    if (fusedAttentionOn())
-      kernels::lowerAttentionToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
-    if (profile) sites = instrumentProfile(*lowered);
-    const kernels::KernelTarget kernelTarget{target.triple, target.cpu, target.features, options.threads};
-    kernels::lowerConvolutionsToKernels(*lowered, kernelTarget);
-    kernels::lowerQuantContractions(*lowered, kernelTarget);
-    kernels::lowerContractionsToKernels(*lowered, kernelTarget);
-    kernels::lowerZeroFillsToMemset(*lowered, options.threads);
-    if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
-    runPipeline(loopsPipeline(options.threads), "lowering");
+    if (cuda) {
+      lowerForCuda(*lowered, std::string(platform.target()), runPipeline);
+    } else {
+      // Before the profile's sites: the composition it replaces is gone, its kernel call is a site.
+      if (fusedAttentionOn())
+        kernels::lowerAttentionToKernels(*lowered, {target.triple, target.cpu, target.features, options.threads});
+      if (profile) sites = instrumentProfile(*lowered);
+      const kernels::KernelTarget kernelTarget{target.triple, target.cpu, target.features, options.threads};
+      kernels::lowerConvolutionsToKernels(*lowered, kernelTarget);
+      kernels::lowerQuantContractions(*lowered, kernelTarget);
+      kernels::lowerContractionsToKernels(*lowered, kernelTarget);
+      kernels::lowerZeroFillsToMemset(*lowered, options.threads);
+      if (options.threads != 1) lowerSmallOpsToLoops(*lowered);
+      runPipeline(loopsPipeline(options.threads), "lowering");
+    }
     keepCallsOutOfLine(*lowered);
     addEntryKey(*lowered, entryKeyText(key, resultAlias));
     if (profile) addProfileSites(*lowered, profileSitesText(sites));
@@ -754,6 +772,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     fs::remove(path, ec);
   }
   code.resultAlias = std::move(resultAlias);
+  if (cuda) code.cannotRun = cannotRunOnGpu(name, platform.target(), code.entryDir);
   if (profile) code.profile = makeProfileTable(std::move(sites));
   code.lowerSeconds = lowerSeconds;
   code.owner = std::move(engine);
@@ -763,7 +782,10 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
 
 CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
                            const std::string& name, const Signature& signature) {
-  std::string material = moduleText + "\n" + cacheKeyMaterial(hostTarget(platform.options()), platform.options());
+  const bool cuda = !cudaArch(platform.target()).empty();
+  std::string material = moduleText + "\n" +
+                         cacheKeyMaterial(cuda ? cudaHostTarget() : hostTarget(platform.options()), platform.options()) +
+                         (cuda ? "|" + std::string(platform.target()) : "");
   if (signature.partitions <= 1) {
     const uint64_t key = XXH64(material.data(), material.size(), 0);
     return compileModuleHere(module, moduleText, platform, name, signature, key, nullptr);

@@ -145,7 +145,8 @@ MetaCheck parseCacheMeta(std::string_view text, const std::string& key, size_t n
 std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& path, const std::string& keyText,
                                        std::string& why) {
   std::string problem;
-  std::shared_ptr<LinkedObject> linked(LinkedObject::link(bytes, problem));
+  // Only checked bytes get here (a cache entry whose hash matched, rank 0's object): constructors run.
+  std::shared_ptr<LinkedObject> linked(LinkedObject::link(bytes, problem, /*runConstructors=*/true));
   if (!linked) {
     why = problem;
     return std::nullopt;

@@ -51,7 +51,7 @@ bool fitsSigned32(int64_t v) { return v >= std::numeric_limits<int32_t>::min() &
 
 }  // namespace
 
-std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::string& why) {
+std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::string& why, bool runConstructors) {
   auto fail = [&](std::string reason) -> std::unique_ptr<LinkedObject> {
     why = std::move(reason);
     return nullptr;
@@ -113,8 +113,10 @@ std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::st
     const Elf64_Shdr& h = s.header;
     if (!(h.sh_flags & SHF_ALLOC) || h.sh_size == 0) continue;
     if (h.sh_flags & SHF_TLS) return fail("unsupported (entry.o has thread-local data)");
-    // The compiler emits no static constructors: code that would run at load is refused.
-    if (h.sh_type == SHT_INIT_ARRAY || h.sh_type == SHT_FINI_ARRAY || h.sh_type == SHT_PREINIT_ARRAY)
+    // Constructors (a GPU object's: they register its cubins) run only when the caller vouches
+    // for the bytes (a cache entry's hash matched); code that would run at load is refused otherwise.
+    if (h.sh_type == SHT_PREINIT_ARRAY) return fail("unsupported (entry.o has a .preinit_array)");
+    if ((h.sh_type == SHT_INIT_ARRAY || h.sh_type == SHT_FINI_ARRAY) && !runConstructors)
       return fail("unsupported (entry.o has static constructors or destructors)");
     const uint64_t align = std::max<uint64_t>(h.sh_addralign, 1);
     if ((align & (align - 1)) != 0 || align > kMaxAlign) return fail("corrupt (a section alignment of entry.o)");
@@ -316,10 +318,35 @@ std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::st
       __register_frame(out->ehFrame_);
     }
   }
+  // Objects the compiler's JIT wrote carry their constructors (llvm.global_ctors) as ORC's
+  // __orc_init_func.* / __orc_deinit_func.* functions rather than as .init_array entries.
+  std::vector<void (*)()> orcInit;
+  for (const auto& [name, address] : out->symbols_) {
+    const bool init = name.rfind("__orc_init_func.", 0) == 0, deinit = name.rfind("__orc_deinit_func.", 0) == 0;
+    if (!init && !deinit) continue;
+    if (!runConstructors) return fail("unsupported (entry.o has static constructors or destructors)");
+    void (*fn)() = nullptr;
+    std::memcpy(&fn, &address, sizeof fn);
+    (init ? orcInit : out->fini_).push_back(fn);
+  }
+  for (auto fn : orcInit) fn();
+  for (const Section& s : sections) {
+    if (!s.loaded || (s.header.sh_type != SHT_INIT_ARRAY && s.header.sh_type != SHT_FINI_ARRAY)) continue;
+    for (size_t i = 0; i < s.header.sh_size / sizeof(void*); ++i) {
+      void (*fn)() = nullptr;
+      std::memcpy(&fn, base + s.offset + i * sizeof(void*), sizeof fn);
+      if (!fn) continue;
+      if (s.header.sh_type == SHT_INIT_ARRAY)
+        fn();
+      else
+        out->fini_.push_back(fn);
+    }
+  }
   return out;
 }
 
 LinkedObject::~LinkedObject() {
+  for (auto it = fini_.rbegin(); it != fini_.rend(); ++it) (*it)();
   if (ehFrame_) __deregister_frame(ehFrame_);
   if (base_) munmap(base_, size_);
 }

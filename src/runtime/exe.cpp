@@ -136,6 +136,7 @@ class CpuExecutable final : public Executable {
   std::vector<Tensor> run(const std::vector<const Tensor*>& leaves,
                           const std::function<std::string(size_t)>& leafPath) const override {
     TraceEvent event("exe.call");
+    if (!code_.cannotRun.empty()) throw Error(code_.cannotRun);
     const Signature& sig = signature_;
     if (leaves.size() != sig.leafToArg.size())
       throw Error("[exe] " + std::to_string(leaves.size()) + " tensor arguments, compiled for " +
@@ -228,6 +229,12 @@ class CpuExecutable final : public Executable {
 };
 
 }  // namespace
+
+std::string cannotRunOnGpu(const std::string& name, std::string_view target, const std::string& entryDir) {
+  return "[exe] " + name + " is compiled for " + std::string(target) +
+         ": running it needs CUDA device buffers, which this Radix does not have yet (docs/gpu.md)" +
+         (entryDir.empty() ? std::string() : "; its cache entry is " + entryDir);
+}
 
 std::shared_ptr<Executable> makeCpuExecutable(std::string mlir, Signature signature, CompiledCode code) {
   return std::make_shared<CpuExecutable>(std::move(mlir), std::move(signature), std::move(code));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "radix/detail/trace.h"
@@ -31,9 +32,15 @@ struct CompiledCode {
   std::shared_ptr<ProfileTable> profile;
   /// The cache entry holding this code, "" when none was written.
   std::string entryDir;
+  /// Why this code cannot run in this process (a GPU target without a device), "" when it can:
+  /// calls throw it as radix::Error.
+  std::string cannotRun;
   /// Seconds spent in each phase (for the compile log and the trace).
   double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;
 };
+
+/// CompiledCode::cannotRun of a CUDA executable: "[exe] Mlp is compiled for cuda:sm_90a: ..."
+std::string cannotRunOnGpu(const std::string& name, std::string_view target, const std::string& entryDir);
 
 /// The CPU executable over compiled code (runtime/exe.cpp).
 std::shared_ptr<Executable> makeCpuExecutable(std::string mlirText, Signature signature, CompiledCode code);

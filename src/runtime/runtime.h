@@ -14,6 +14,8 @@ namespace radix::detail {
 
 struct PlatformState {
   std::string target = "cpu";
+  /// The CUDA device of Platform::cuda; -1 for the CPU and for Platform::cudaTarget (no device).
+  int cudaDevice = -1;
   Sharding sharding;
   CompileOptions options;
 };

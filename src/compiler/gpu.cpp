@@ -1,0 +1,294 @@
+// The CUDA lowering of a bufferized module (docs/gpu.md): every linalg op becomes a kernel of one
+// thread per output element (reductions run sequentially in the thread), launched from the host
+// code, which keeps only launches, device allocations and copies. MLIR's own path then makes the
+// cubin (gpu-lower-to-nvvm-pipeline: NVVM, LLVM's NVPTX back end, ptxas).
+#include "compiler/gpu.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/TargetSelect.h"
+#include "radix/error.h"
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
+
+namespace radix::detail {
+namespace {
+
+// Threads per block of the element-wise kernels.
+constexpr int64_t kBlockThreads = 256;
+
+bool insideKernel(mlir::Operation* op) {
+  return op->getParentOfType<mlir::gpu::LaunchOp>() || op->getParentOfType<mlir::gpu::GPUModuleOp>();
+}
+
+bool touchesMemory(mlir::Operation* root) {
+  bool found = false;
+  root->walk([&](mlir::Operation* op) {
+    if (mlir::isa<mlir::memref::LoadOp, mlir::memref::StoreOp>(op)) found = true;
+  });
+  return found;
+}
+
+// Loops of a linalg op without parallel dims (a full reduction) stay sequential: one thread of
+// their own, as a one-iteration scf.parallel, instead of host code over device memory.
+void wrapSequentialLoops(mlir::ModuleOp module) {
+  std::vector<mlir::scf::ForOp> loops;
+  module.walk([&](mlir::scf::ForOp f) {
+    if (!f->getParentOfType<mlir::scf::ParallelOp>() && !f->getParentOfType<mlir::scf::ForOp>() && touchesMemory(f))
+      loops.push_back(f);
+  });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::scf::ForOp f : loops) {
+    rewriter.setInsertionPoint(f);
+    const mlir::Value zero = mlir::arith::ConstantIndexOp::create(rewriter, f.getLoc(), 0);
+    const mlir::Value one = mlir::arith::ConstantIndexOp::create(rewriter, f.getLoc(), 1);
+    auto single = mlir::scf::ParallelOp::create(rewriter, f.getLoc(), mlir::ValueRange{zero}, mlir::ValueRange{one},
+                                                mlir::ValueRange{one});
+    f->moveBefore(single.getBody()->getTerminator());
+  }
+}
+
+// Each outermost scf.parallel: its dims collapsed into one, tiled by the block size (blocks x
+// threads once gpu-map-parallel-loops has run).
+void tileOutermostLoops(mlir::ModuleOp module) {
+  std::vector<mlir::scf::ParallelOp> loops;
+  module.walk([&](mlir::scf::ParallelOp p) {
+    if (!p->getParentOfType<mlir::scf::ParallelOp>()) loops.push_back(p);
+  });
+  mlir::IRRewriter rewriter(module.getContext());
+  for (mlir::scf::ParallelOp p : loops) {
+    const unsigned rank = p.getNumLoops();
+    if (rank > 1) {
+      std::vector<unsigned> all(rank);
+      for (unsigned i = 0; i < rank; ++i) all[i] = i;
+      rewriter.setInsertionPoint(p);
+      mlir::collapseParallelLoops(rewriter, p, {all});
+    }
+  }
+  loops.clear();
+  module.walk([&](mlir::scf::ParallelOp p) {
+    if (!p->getParentOfType<mlir::scf::ParallelOp>()) loops.push_back(p);
+  });
+  // Constant inner bounds (an scf.if guards the last block): convert-parallel-loops-to-gpu needs them.
+  for (mlir::scf::ParallelOp p : loops) mlir::scf::tileParallelLoop(p, {kBlockThreads}, /*noMinMaxBounds=*/true);
+}
+
+// One gpu.module for all kernels: code generation then runs ptxas once per program instead of
+// once per kernel (49 kernels of a GPT-2 step: 1.5 s of ptxas start-ups). Kernels are renamed
+// after their module (unique symbols); a module holding anything besides its kernel stays apart.
+void mergeKernelModules(mlir::ModuleOp module) {
+  std::vector<mlir::gpu::GPUModuleOp> modules;
+  for (auto m : module.getOps<mlir::gpu::GPUModuleOp>()) modules.push_back(m);
+  if (modules.size() < 2) return;
+  mlir::MLIRContext* ctx = module.getContext();
+  mlir::gpu::GPUModuleOp into = modules.front();
+  std::map<std::pair<std::string, std::string>, std::string> renamed;
+  for (mlir::gpu::GPUModuleOp m : modules) {
+    std::vector<mlir::gpu::GPUFuncOp> funcs;
+    bool onlyKernels = true;
+    for (mlir::Operation& op : m.getBody()->getOperations()) {
+      if (auto f = mlir::dyn_cast<mlir::gpu::GPUFuncOp>(op)) funcs.push_back(f);
+      else onlyKernels = false;
+    }
+    if ((!onlyKernels || funcs.size() != 1) && m != into) continue;
+    if (m == into && (!onlyKernels || funcs.size() != 1)) return;  // keep it simple: nothing to merge into
+    mlir::gpu::GPUFuncOp f = funcs.front();
+    const std::string newName = m.getName().str();
+    renamed[{m.getName().str(), f.getName().str()}] = newName;
+    f.setName(newName);
+    if (m != into) f->moveBefore(into.getBody(), into.getBody()->end());
+  }
+  module.walk([&](mlir::gpu::LaunchFuncOp launch) {
+    auto it = renamed.find({launch.getKernelModuleName().str(), launch.getKernelName().str()});
+    if (it == renamed.end()) return;
+    launch.setKernelAttr(mlir::SymbolRefAttr::get(ctx, into.getName(), {mlir::FlatSymbolRefAttr::get(ctx, it->second)}));
+  });
+  for (mlir::gpu::GPUModuleOp m : modules)
+    if (m != into && m.getBody()->empty()) m->erase();
+}
+
+// Host buffers become device buffers: allocations, frees and copies outside kernels. gpu-to-llvm
+// takes only the async forms: each gets its own stream, waited for at once.
+void moveHostBuffersToDevice(mlir::ModuleOp module) {
+  mlir::IRRewriter rewriter(module.getContext());
+  std::vector<mlir::Operation*> ops;
+  module.walk([&](mlir::Operation* op) {
+    if (!insideKernel(op) && mlir::isa<mlir::memref::AllocOp, mlir::memref::AllocaOp, mlir::memref::DeallocOp,
+                                       mlir::memref::CopyOp>(op))
+      ops.push_back(op);
+  });
+  const mlir::Type token = mlir::gpu::AsyncTokenType::get(module.getContext());
+  for (mlir::Operation* op : ops) {
+    rewriter.setInsertionPoint(op);
+    const mlir::Location loc = op->getLoc();
+    const mlir::Value start = mlir::gpu::WaitOp::create(rewriter, loc, token, mlir::ValueRange()).getAsyncToken();
+    mlir::Value done;
+    auto allocate = [&](mlir::MemRefType type, mlir::ValueRange dynamicSizes, mlir::ValueRange symbols) {
+      auto g = mlir::gpu::AllocOp::create(rewriter, loc, type, token, mlir::ValueRange{start}, dynamicSizes, symbols, false);
+      done = g.getAsyncToken();
+      return g.getMemref();
+    };
+    if (auto alloc = mlir::dyn_cast<mlir::memref::AllocOp>(op)) {
+      const mlir::Value m = allocate(alloc.getType(), alloc.getDynamicSizes(), alloc.getSymbolOperands());
+      mlir::gpu::WaitOp::create(rewriter, loc, mlir::Type(), mlir::ValueRange{done});
+      rewriter.replaceOp(op, m);
+      continue;
+    }
+    if (auto alloca = mlir::dyn_cast<mlir::memref::AllocaOp>(op)) {
+      const mlir::Value m = allocate(alloca.getType(), alloca.getDynamicSizes(), alloca.getSymbolOperands());
+      mlir::gpu::WaitOp::create(rewriter, loc, mlir::Type(), mlir::ValueRange{done});
+      rewriter.replaceOp(op, m);
+      continue;
+    }
+    if (auto dealloc = mlir::dyn_cast<mlir::memref::DeallocOp>(op))
+      done = mlir::gpu::DeallocOp::create(rewriter, loc, token, mlir::ValueRange{start}, dealloc.getMemref()).getAsyncToken();
+    else if (auto copy = mlir::dyn_cast<mlir::memref::CopyOp>(op))
+      done = mlir::gpu::MemcpyOp::create(rewriter, loc, token, mlir::ValueRange{start}, copy.getTarget(), copy.getSource())
+                 .getAsyncToken();
+    mlir::gpu::WaitOp::create(rewriter, loc, mlir::Type(), mlir::ValueRange{done});
+    rewriter.eraseOp(op);
+  }
+  // Scalars the host reads (a runtime position, a loop bound) come over in a copy of their own.
+  std::vector<mlir::memref::LoadOp> loads;
+  module.walk([&](mlir::memref::LoadOp load) {
+    if (!insideKernel(load) && load.getMemRefType().getRank() == 0) loads.push_back(load);
+  });
+  // A copy on a stream of its own, waited for.
+  auto copyNow = [&](mlir::Location loc, mlir::Value to, mlir::Value from) {
+    const mlir::Value start = mlir::gpu::WaitOp::create(rewriter, loc, token, mlir::ValueRange()).getAsyncToken();
+    const mlir::Value done = mlir::gpu::MemcpyOp::create(rewriter, loc, token, mlir::ValueRange{start}, to, from).getAsyncToken();
+    mlir::gpu::WaitOp::create(rewriter, loc, mlir::Type(), mlir::ValueRange{done});
+  };
+  for (mlir::memref::LoadOp load : loads) {
+    rewriter.setInsertionPoint(load);
+    const mlir::Value host = mlir::memref::AllocaOp::create(rewriter, load.getLoc(), load.getMemRefType());
+    copyNow(load.getLoc(), host, load.getMemref());
+    load.getMemrefMutable().assign(host);
+  }
+  // Scalars the host computes (the next position) go over the same way.
+  std::vector<mlir::memref::StoreOp> stores;
+  module.walk([&](mlir::memref::StoreOp store) {
+    if (!insideKernel(store) && store.getMemRefType().getRank() == 0) stores.push_back(store);
+  });
+  for (mlir::memref::StoreOp store : stores) {
+    rewriter.setInsertionPoint(store);
+    const mlir::Location loc = store.getLoc();
+    const mlir::Value host = mlir::memref::AllocaOp::create(rewriter, loc, store.getMemRefType());
+    mlir::memref::StoreOp::create(rewriter, loc, store.getValueToStore(), host, mlir::ValueRange());
+    copyNow(loc, store.getMemref(), host);
+    rewriter.eraseOp(store);
+  }
+}
+
+// What the host code may still do: launch, allocate, copy, call, return, and index arithmetic.
+void checkHostCode(mlir::ModuleOp module, const std::string& target) {
+  module.walk([&](mlir::Operation* op) {
+    if (insideKernel(op) || op->getParentOfType<mlir::gpu::GPUModuleOp>()) return;
+    // Staged scalars (moveHostBuffersToDevice) live in host allocas; anything else is device memory.
+    mlir::Value memref;
+    if (auto load = mlir::dyn_cast<mlir::memref::LoadOp>(op)) memref = load.getMemref();
+    if (auto store = mlir::dyn_cast<mlir::memref::StoreOp>(op)) memref = store.getMemref();
+    if (memref && !memref.getDefiningOp<mlir::memref::AllocaOp>()) {
+      std::string where;
+      llvm::raw_string_ostream os(where);
+      op->getLoc().print(os);
+      throw Error("[compile] " + target + ": the program reads or writes a tensor element on the host (" + where +
+                  "): control flow or indices that depend on tensor values do not run on the GPU yet");
+    }
+  });
+}
+
+}  // namespace
+
+void initNvptxOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    mlir::gpu::registerGPUToNVVMPipeline();
+  });
+}
+
+namespace {
+bool executableIn(const std::string& dir, const char* name) {
+  return !dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0;
+}
+}  // namespace
+
+std::string findPtxas() {
+  static const std::string found = [] {
+    // MLIR runs the ptxas it finds on PATH: where PATH has none, the toolkit's folder is added.
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "";
+    for (size_t start = 0; start <= dirs.size();) {
+      const size_t end = std::min(dirs.find(':', start), dirs.size());
+      if (executableIn(dirs.substr(start, end - start), "ptxas")) return dirs.substr(start, end - start);
+      start = end + 1;
+    }
+    const char* env = std::getenv("RADIX_CUDA_PATH");
+    for (const std::string root : {std::string(env ? env : ""), std::string("/usr/local/cuda")}) {
+      if (!executableIn(root.empty() ? "" : root + "/bin", "ptxas")) continue;
+      const std::string bin = root + "/bin";
+      ::setenv("PATH", (dirs.empty() ? bin : dirs + ":" + bin).c_str(), 1);
+      return bin;
+    }
+    return std::string();
+  }();
+  return found;
+}
+
+std::string cudaArch(std::string_view target) {
+  if (!target.starts_with("cuda:")) return "";
+  return std::string(target.substr(5));
+}
+
+void lowerForCuda(mlir::ModuleOp module, const std::string& target, const PipelineRunner& runPipeline) {
+  const std::string arch = cudaArch(target);
+  if (findPtxas().empty())
+    throw Error("[compile] " + target + " needs ptxas, the CUDA toolkit's assembler: none on PATH, in $RADIX_CUDA_PATH/bin "
+                "or /usr/local/cuda/bin");
+  // PTX 8.0 is the first to know sm_90a; the toolkit's ptxas (13.0) takes it.
+  const std::string features = "+ptx80";
+  // No canonicalization before mapping: it would fold one-iteration parallel loops into host code.
+  runPipeline("func.func(convert-linalg-to-parallel-loops)", "cuda loops");
+  wrapSequentialLoops(module);
+  tileOutermostLoops(module);
+  runPipeline("func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),gpu-kernel-outlining,lower-affine,canonicalize,cse",
+              "cuda kernels");
+  mergeKernelModules(module);
+  moveHostBuffersToDevice(module);
+  checkHostCode(module, target);
+  runPipeline("expand-strided-metadata,lower-affine,"
+              "gpu.module(math-extend-to-supported-types{target-type=f32},arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}),"
+              "nvvm-attach-target{chip=" + arch + " features=" + features + " O=3},"
+              "gpu-lower-to-nvvm-pipeline{cubin-chip=" + arch + " cubin-features=" + features +
+                  " cubin-format=bin opt-level=3 host-bare-ptr-calling-convention=1}",
+              "cuda code generation");
+}
+
+}  // namespace radix::detail

@@ -1,0 +1,72 @@
+#pragma once
+// The CUDA driver API, loaded at run time (dlopen("libcuda.so.1")): nothing links against a GPU
+// library at build time. No CUDA headers: the few types and entry points are declared here.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace radix::detail::cuda {
+
+using Result = int;  // CUresult; 0 is CUDA_SUCCESS
+using Device = int;
+using Context = void*;
+using Module = void*;
+using Function = void*;
+using Stream = void*;
+using DevicePtr = uint64_t;
+
+/// The driver's entry points; `problem` says why it could not be loaded ("" when loaded).
+struct Driver {
+  std::string problem;
+  Result (*init)(unsigned) = nullptr;
+  Result (*deviceGetCount)(int*) = nullptr;
+  Result (*deviceGet)(Device*, int) = nullptr;
+  Result (*deviceGetName)(char*, int, Device) = nullptr;
+  Result (*deviceGetAttribute)(int*, int, Device) = nullptr;
+  Result (*primaryCtxRetain)(Context*, Device) = nullptr;
+  Result (*primaryCtxRelease)(Device) = nullptr;
+  Result (*ctxSetCurrent)(Context) = nullptr;
+  Result (*memAlloc)(DevicePtr*, size_t) = nullptr;
+  Result (*memFree)(DevicePtr) = nullptr;
+  Result (*memcpyHtoD)(DevicePtr, const void*, size_t) = nullptr;
+  Result (*memcpyDtoH)(void*, DevicePtr, size_t) = nullptr;
+  Result (*memcpyDtoD)(DevicePtr, DevicePtr, size_t) = nullptr;
+  Result (*memsetD8Async)(DevicePtr, unsigned char, size_t, Stream) = nullptr;
+  Result (*memcpyAsync)(DevicePtr, DevicePtr, size_t, Stream) = nullptr;
+  Result (*streamCreate)(Stream*, unsigned) = nullptr;
+  Result (*streamDestroy)(Stream) = nullptr;
+  Result (*streamSynchronize)(Stream) = nullptr;
+  Result (*moduleLoadData)(Module*, const void*) = nullptr;
+  Result (*moduleUnload)(Module) = nullptr;
+  Result (*moduleGetFunction)(Function*, Module, const char*) = nullptr;
+  Result (*launchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Stream, void**,
+                         void**) = nullptr;
+  Result (*getErrorString)(Result, const char**) = nullptr;
+};
+
+/// Loads the driver once per process (the library path from RADIX_LIBCUDA, else libcuda.so.1).
+const Driver& driver();
+/// "CUDA_ERROR_NO_DEVICE ..." for a result, through the driver when it has it.
+std::string errorText(Result r);
+/// Throws radix::Error("[cuda] what: ...") unless r is CUDA_SUCCESS.
+void check(Result r, const char* what);
+
+/// The device's name and compute capability, with its primary context current on this thread.
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  int major = 0, minor = 0;
+  Context context = nullptr;
+};
+/// Device `index`, initialized once; throws radix::Error("[platform] ...") when there is no
+/// driver, no device, or no such device.
+const DeviceInfo& device(int index);
+/// The PTX/SASS architecture name of a compute capability: 9.0 -> "sm_90a" (the arch-specific
+/// Hopper features), 8.9 -> "sm_89".
+std::string archName(int major, int minor);
+
+/// The first CUDA failure of compiled code on this thread (its mgpu* calls, runtime/cuda_abi.cpp)
+/// since the last call, and clears it; "" when none.
+std::string takeError();
+
+}  // namespace radix::detail::cuda

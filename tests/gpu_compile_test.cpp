@@ -1,0 +1,132 @@
+// The CUDA target without a GPU (docs/gpu.md): programs of each op family compile to host code
+// that embeds sm_90a cubins (assembled by ptxas), written to the cache; Platform::cuda on a
+// machine without the driver is a clear [platform] error.
+#include <elf.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "io_testing.h"
+#include "mlp/mlp.h"
+#include "ops_testing.h"
+#include "radix/runtime.h"
+#include "compiler/gpu.h"
+#include "runtime/cache.h"
+#include "runtime/elf.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace radix;
+using opstest::expectError;
+
+constexpr uint16_t kEmCuda = 190;
+
+Platform cudaIn(const fs::path& dir) {
+  CompileOptions o;
+  o.cache = true;
+  o.cacheDir = dir.string();
+  return Platform::cudaTarget("sm_90a").withOptions(o);
+}
+
+// The cubins embedded in an object: ELF images for the CUDA machine inside the host object.
+std::vector<std::string> embeddedCubins(const std::string& object) {
+  std::vector<std::string> out;
+  for (size_t at = object.find("\x7f" "ELF", 1); at != std::string::npos; at = object.find("\x7f" "ELF", at + 1)) {
+    if (object.size() - at < sizeof(Elf64_Ehdr)) break;
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, object.data() + at, sizeof eh);
+    if (eh.e_machine != kEmCuda) continue;
+    // The image ends with its section table.
+    const size_t end = eh.e_shoff + size_t(eh.e_shnum) * eh.e_shentsize;
+    if (end <= object.size() - at) out.push_back(object.substr(at, end));
+  }
+  return out;
+}
+
+// Kernels in a cubin: its ".text.<kernel>" sections.
+size_t kernelCount(const std::string& cubin) {
+  size_t n = 0;
+  for (size_t at = cubin.find(".text."); at != std::string::npos; at = cubin.find(".text.", at + 1)) ++n;
+  return n;
+}
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Compiles fn on the CUDA target and checks the entry: the program table says cuda:sm_90a and
+// the object carries at least `kernels` cubins for sm_90.
+template <class R, class F, class... Args>
+void expectCubins(const char* what, size_t kernels, const F& fn, const Args&... args) {
+  if (detail::findPtxas().empty()) GTEST_SKIP() << "no ptxas (the CUDA toolkit) on PATH or in /usr/local/cuda/bin";
+  radix::iotest::TempDir dir(std::string("gpu-") + what);
+  const Platform gpu = cudaIn(dir.path);
+  Exe<R> exe = compile(gpu, fn, args...);
+  ASSERT_FALSE(exe.cacheEntry().empty()) << what;
+  std::string why;
+  auto entry = detail::readProgramEntry(exe.cacheEntry(), why);
+  ASSERT_TRUE(entry) << what << ": " << why;
+  EXPECT_EQ(entry->target, "cuda:sm_90a") << what;
+  EXPECT_EQ(entry->cpu, "x86-64") << what << ": the host side is baseline x86-64";
+  const std::vector<std::string> cubins = embeddedCubins(readFile(fs::path(exe.cacheEntry()) / "entry.o"));
+  ASSERT_EQ(cubins.size(), 1u) << what << ": one cubin holds every kernel";
+  EXPECT_GE(kernelCount(cubins[0]), kernels) << what;
+  for (const std::string& c : cubins) {
+    Elf64_Ehdr eh;
+    std::memcpy(&eh, c.data(), sizeof eh);
+    // EF_CUDA_SM: bits 8..15 from ELF ABI version 8 (CUDA 12.8's ptxas on), bits 0..7 before.
+    const unsigned sm = eh.e_ident[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff;
+    EXPECT_EQ(sm, 90u) << what << ": the cubin is for SM " << sm;
+  }
+  // No device buffers yet: running says so, naming the entry.
+  expectError([&] { (void)exe(args...); }, "[exe]", "needs CUDA device buffers");
+  // The runtime loads the entry on a device-less CUDA platform: the object's constructors register
+  // its cubin (lazily: no driver is needed until a launch); the CPU platform refuses it.
+  const std::string object = readFile(fs::path(exe.cacheEntry()) / "entry.o");
+  std::string refused;
+  EXPECT_EQ(detail::LinkedObject::link(object, refused), nullptr);
+  EXPECT_EQ(refused, "unsupported (entry.o has static constructors or destructors)");
+  Program p = Program::load(Platform::cudaTarget("sm_90a"), exe.cacheEntry());
+  expectError([&] { (void)p(args...); }, "[exe]", "needs CUDA device buffers");
+  expectError([&] { Program::load(Platform::cpu(), exe.cacheEntry()); }, "[runtime] the entry was compiled for target \"cuda:sm_90a\"",
+              "not for this platform's \"cpu\"");
+  // A second compile hits the cache.
+  EXPECT_TRUE(compile(gpu, fn, args...).fromCache()) << what;
+}
+
+TEST(GpuCompile, ElementwiseReductionsContractionsAndRowOps) {
+  const Tensor a(Shape({64, 300}, DType::f32)), b(Shape({64, 300}, DType::f32));
+  expectCubins<Tensor>("elementwise", 1, [](const Tensor& x, const Tensor& y) { return x.mul(y).add(x.exp()).tanh(); }, a, b);
+  expectCubins<Tensor>("reduction", 1, [](const Tensor& x) { return x.sum(1); }, a);
+  const Tensor w(Shape({300, 70}, DType::f32));
+  expectCubins<Tensor>("matmul", 2, [](const Tensor& x, const Tensor& y) { return x.dotGeneral(y, {{1, 0}}, {}); }, a, w);
+  expectCubins<Tensor>("softmax", 3, [](const Tensor& x) { return x.softmax(1); }, a);
+  const Tensor h(Shape({64, 300}, DType::bf16));
+  expectCubins<Tensor>("bf16", 1, [](const Tensor& x) { return x.mul(x).convert(DType::f32); }, h);
+}
+
+TEST(GpuCompile, ModelWithRadixCallsAndTiedWeights) {
+  const mlp::MLP model = mlp::placeholders();
+  expectCubins<Tensor>("mlp", 1, &mlp::MLP::forward, model, Tensor(Shape({2}, DType::f32)));
+}
+
+TEST(GpuCompile, PlatformErrors) {
+  try {
+    const Platform gpu = Platform::cuda();
+    GTEST_SKIP() << "this machine has a CUDA device: " << gpu.target();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("[platform] CUDA is not available: ", 0), 0u) << what;
+  }
+  expectError([] { Platform::cudaTarget("sm90"); }, "[platform] a CUDA target is sm_<digits>[a]", "\"sm90\"");
+  expectError([] { Platform::cudaTarget("sm_"); }, "[platform]", "");
+  EXPECT_EQ(Platform::cudaTarget("sm_89").target(), "cuda:sm_89");
+  EXPECT_FALSE(Platform::cudaTarget("sm_90a").canRun());
+  EXPECT_TRUE(Platform::cpu().canRun());
+}
+
+}  // namespace
