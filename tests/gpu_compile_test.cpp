@@ -82,8 +82,8 @@ void expectCubins(const char* what, size_t kernels, const F& fn, const Args&... 
     const unsigned sm = eh.e_ident[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff;
     EXPECT_EQ(sm, 90u) << what << ": the cubin is for SM " << sm;
   }
-  // No device buffers yet: running says so, naming the entry.
-  expectError([&] { (void)exe(args...); }, "[exe]", "needs CUDA device buffers");
+  // A compile-only target: running says so, naming the entry.
+  expectError([&] { (void)exe(args...); }, "[exe]", "without a device (Platform::cudaTarget compiles only)");
   // The runtime loads the entry on a device-less CUDA platform: the object's constructors register
   // its cubin (lazily: no driver is needed until a launch); the CPU platform refuses it.
   const std::string object = readFile(fs::path(exe.cacheEntry()) / "entry.o");
@@ -91,7 +91,7 @@ void expectCubins(const char* what, size_t kernels, const F& fn, const Args&... 
   EXPECT_EQ(detail::LinkedObject::link(object, refused), nullptr);
   EXPECT_EQ(refused, "unsupported (entry.o has static constructors or destructors)");
   Program p = Program::load(Platform::cudaTarget("sm_90a"), exe.cacheEntry());
-  expectError([&] { (void)p(args...); }, "[exe]", "needs CUDA device buffers");
+  expectError([&] { (void)p(args...); }, "[exe]", "without a device (Platform::cudaTarget compiles only)");
   expectError([&] { Program::load(Platform::cpu(), exe.cacheEntry()); }, "[runtime] the entry was compiled for target \"cuda:sm_90a\"",
               "not for this platform's \"cpu\"");
   // A second compile hits the cache.

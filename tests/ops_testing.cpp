@@ -1,6 +1,7 @@
 // Runs the op table registered by the ops_*_test.cpp files: every case against its naive reference,
 // and every error case.
 #include "ops_testing.h"
+#include "compiler/gpu.h"
 
 namespace opstest {
 
@@ -220,6 +221,61 @@ TEST(OpsErrors, BoundTensorCapturedInsideCompile) {
   }
 }
 
+
+}  // namespace
+}  // namespace opstest
+
+namespace opstest {
+namespace {
+
+// Every op table, group by group, compiled for an NVIDIA target (docs/gpu.md): host code with an
+// sm_90a cubin, without a GPU. Shapes only (no run); a group that fails is retried case by case
+// so that the failure names its case.
+TEST(GpuOps, EveryOpTableCompilesForCuda) {
+  if (radix::detail::findPtxas().empty()) GTEST_SKIP() << "no ptxas (the CUDA toolkit) on PATH or in /usr/local/cuda/bin";
+  radix::CompileOptions o;
+  o.cache = false;
+  const radix::Platform gpu = radix::Platform::cudaTarget("sm_90a").withOptions(o);
+  std::map<std::string, std::vector<Case>> groups;
+  for (Case& c : allCases()) groups[c.group].push_back(std::move(c));
+  auto compileCases = [&](const std::vector<const Case*>& cases) {
+    std::vector<Ts> args;
+    for (const Case* c : cases) {
+      Ts a;
+      for (const Shape& s : c->inputs) a.emplace_back(s);
+      args.push_back(std::move(a));
+    }
+    auto all = [&cases](const std::vector<Ts>& a) {
+      Ts results;
+      for (size_t k = 0; k < cases.size(); ++k) results.push_back(cases[k]->op(a[k]));
+      return results;
+    };
+    (void)radix::compile(gpu, all, args);
+  };
+  size_t compiled = 0;
+  std::vector<std::string> failures;
+  for (const auto& [group, cases] : groups) {
+    std::vector<const Case*> pointers;
+    for (const Case& c : cases) pointers.push_back(&c);
+    try {
+      compileCases(pointers);
+      compiled += cases.size();
+    } catch (const std::exception&) {
+      for (const Case* c : pointers) {
+        try {
+          compileCases({c});
+          ++compiled;
+        } catch (const std::exception& e) {
+          failures.push_back(c->name + ": " + std::string(e.what()).substr(0, 300));
+        }
+      }
+    }
+  }
+  std::string list;
+  for (const std::string& f : failures) list += "\n  " + f;
+  EXPECT_TRUE(failures.empty()) << failures.size() << " of " << (compiled + failures.size())
+                                << " cases do not compile for cuda:sm_90a:" << list;
+}
 
 }  // namespace
 }  // namespace opstest

@@ -639,7 +639,8 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
       code.owner = loaded->owner;
       code.fromCache = true;
       code.entryDir = cache->dir();
-      if (cuda) code.cannotRun = cannotRunOnGpu(name, platform.target(), code.entryDir);
+      if (cuda && platform.state().cudaDevice < 0) code.cannotRun = cannotRunOnGpu(name, platform.target(), code.entryDir);
+      code.cudaDevice = platform.state().cudaDevice;
       code.resultAlias = std::move(loaded->resultAlias);
       if (object) *object = readRegularFile((fs::path(cache->dir()) / "entry.o").string(), size_t(1) << 34).data.value_or("");
       return code;
@@ -746,6 +747,9 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     auto created = mlir::ExecutionEngine::create(*lowered, eeOptions, std::move(*tm));
     if (!created) throw Error("[compile] LLVM translation failed: " + errorText(created.takeError()) + diagnostics);
     engine = std::move(*created);
+    // Global constructors (a GPU program's cubin registration) run before the entry is called
+    // directly; the CPU's objects have none.
+    if (cuda) engine->initialize();
     auto fn = engine->lookupPacked(kEntry);
     if (!fn) throw Error("[compile] entry not found after code generation: " + errorText(fn.takeError()));
     code.entry = *fn;
@@ -772,7 +776,8 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     fs::remove(path, ec);
   }
   code.resultAlias = std::move(resultAlias);
-  if (cuda) code.cannotRun = cannotRunOnGpu(name, platform.target(), code.entryDir);
+  if (cuda && platform.state().cudaDevice < 0) code.cannotRun = cannotRunOnGpu(name, platform.target(), code.entryDir);
+  code.cudaDevice = platform.state().cudaDevice;
   if (profile) code.profile = makeProfileTable(std::move(sites));
   code.lowerSeconds = lowerSeconds;
   code.owner = std::move(engine);

@@ -1,7 +1,7 @@
 // The CUDA lowering of a bufferized module (docs/gpu.md): every linalg op becomes a kernel of one
 // thread per output element (reductions run sequentially in the thread), launched from the host
-// code, which keeps only launches, device allocations and copies. MLIR's own path then makes the
-// cubin (gpu-lower-to-nvvm-pipeline: NVVM, LLVM's NVPTX back end, ptxas).
+// code, which keeps only launches, device allocations and copies. MLIR's own passes then make the
+// cubin (those of gpu-lower-to-nvvm-pipeline: NVVM, LLVM's NVPTX back end, ptxas).
 #include "compiler/gpu.h"
 
 #include <unistd.h>
@@ -283,11 +283,20 @@ void lowerForCuda(mlir::ModuleOp module, const std::string& target, const Pipeli
   mergeKernelModules(module);
   moveHostBuffersToDevice(module);
   checkHostCode(module, target);
-  runPipeline("expand-strided-metadata,lower-affine,"
+  // gpu-lower-to-nvvm-pipeline's passes, but with host functions left to gpu-to-llvm, which
+  // converts them with bare pointers: the packed entry the runtime calls (one data pointer per
+  // buffer) is then the CPU executables'. Kernels take full descriptors (subviews of the KV
+  // cache have dynamic offsets).
+  runPipeline("convert-nvgpu-to-nvvm,convert-vector-to-scf,convert-scf-to-cf,convert-nvvm-to-llvm,"
+              "expand-strided-metadata,lower-affine,"
               "gpu.module(math-extend-to-supported-types{target-type=f32},arith-emulate-unsupported-floats{source-types=bf16 target-type=f32}),"
               "nvvm-attach-target{chip=" + arch + " features=" + features + " O=3},"
-              "gpu-lower-to-nvvm-pipeline{cubin-chip=" + arch + " cubin-features=" + features +
-                  " cubin-format=bin opt-level=3 host-bare-ptr-calling-convention=1}",
+              // Kernels first, so that their arith and math become libdevice calls (remf: __nv_fmodf)
+              // rather than LLVM ops NVVM lacks; then the host's (erf through libm).
+              "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"
+              "convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,canonicalize,cse,"
+              "gpu-to-llvm{use-bare-pointers-for-host=1},gpu-module-to-binary{format=bin},"
+              "canonicalize,cse,reconcile-unrealized-casts",
               "cuda code generation");
 }
 

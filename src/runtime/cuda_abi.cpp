@@ -63,7 +63,11 @@ void mgpuModuleUnload(void* m) {
 
 void* mgpuModuleGetFunction(void* m, const char* name) {
   auto* lazy = static_cast<LazyModule*>(m);
-  if (!lazy || !lastError.empty() || noDriver("loading a kernel")) return nullptr;
+  if (!lastError.empty() || noDriver("loading a kernel")) return nullptr;
+  if (!lazy) {
+    lastError = std::string("kernel ") + (name ? name : "?") + ": its module was never registered (the object's constructors did not run)";
+    return nullptr;
+  }
   std::call_once(lazy->once, [&] { failed(driver().moduleLoadData(&lazy->module, lazy->data), "cuModuleLoadData"); });
   if (!lazy->module) return nullptr;
   Function f = nullptr;
@@ -73,7 +77,11 @@ void* mgpuModuleGetFunction(void* m, const char* name) {
 
 void mgpuLaunchKernel(void* function, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx, intptr_t by, intptr_t bz,
                       int32_t sharedBytes, void* stream, void** params, void** extra, size_t /*paramsCount*/) {
-  if (!function || !lastError.empty()) return;
+  if (!lastError.empty()) return;
+  if (!function) {
+    lastError = "a kernel launch without a kernel";
+    return;
+  }
   failed(driver().launchKernel(function, unsigned(gx), unsigned(gy), unsigned(gz), unsigned(bx), unsigned(by),
                                unsigned(bz), unsigned(sharedBytes), stream, params, extra),
          "cuLaunchKernel");

@@ -8,6 +8,7 @@
 #include "compiler/kernels/packed.h"
 #include "radix/detail/visit.h"
 #include "runtime/mpi.h"
+#include "runtime/cuda.h"
 #include "runtime/executable.h"
 #include "runtime/profiler.h"
 #include "runtime/runtime.h"
@@ -142,6 +143,7 @@ class CpuExecutable final : public Executable {
       throw Error("[exe] " + std::to_string(leaves.size()) + " tensor arguments, compiled for " +
                   std::to_string(sig.leafToArg.size()));
     const size_t numArgs = sig.argShapes.size();
+    const int device = code_.cudaDevice;
     std::vector<DeviceBuffer*> args(numArgs, nullptr);
     std::vector<size_t> firstLeaf(numArgs, 0);
     int64_t argBytes = 0;
@@ -162,6 +164,13 @@ class CpuExecutable final : public Executable {
                                     sig.argShapes[a].str() + ": create it on the sharded platform (fromValues, fromShard)"
                               : " holds one shard of " + std::to_string(buffer->partitions) +
                                     ", but the executable takes the whole array " + sig.argShapes[a].str()));
+      if (buffer->storage->cudaDevice != device)
+        throw Error("[exe] " + leafPath(i) + " " + t.shape().str() +
+                    (device >= 0 ? " is in host memory: the executable runs on CUDA device " + std::to_string(device) +
+                                       "; create the tensor on Platform::cuda()"
+                     : buffer->storage->cudaDevice >= 0
+                         ? " is in CUDA device memory: the executable runs on the CPU; toVector() copies it back"
+                         : " is on another CUDA device"));
       if (args[a] && args[a] != buffer.get())
         throw Error("[exe] " + leafPath(i) + " " + t.shape().str() + " was the same buffer as another argument at compile time (" +
                     leafPath(firstLeaf[a]) + ") but differs now");
@@ -182,7 +191,7 @@ class CpuExecutable final : public Executable {
     std::vector<std::shared_ptr<Storage>> outputs;
     for (size_t r = 0; r < sig.resultShapes.size(); ++r) {
       const int32_t a = sig.donations[r];
-      outputs.push_back(a >= 0 ? args[a]->storage : std::make_shared<Storage>(localBytes(sig.resultShapes[r])));
+      outputs.push_back(a >= 0 ? args[a]->storage : std::make_shared<Storage>(localBytes(sig.resultShapes[r]), device));
     }
     const std::vector<int32_t>& alias = code_.resultAlias;
     std::vector<void*> pointers;
@@ -194,12 +203,15 @@ class CpuExecutable final : public Executable {
     event.arg("argument_bytes", argBytes);
     {
       // Arguments the call only reads are pinned: the GEMMs may reuse B packed by earlier calls.
-      PinnedArguments pins(args, sig.donations);
+      PinnedArguments pins(device < 0 ? args : std::vector<DeviceBuffer*>(), sig.donations);
       ProfileScope profile(code_.profile.get());
+      if (device >= 0) (void)cuda::device(device);  // its context current on this thread
       code_.entry(packed.data());
+      if (device >= 0)
+        if (const std::string failure = cuda::takeError(); !failure.empty()) throw Error("[exe] CUDA: " + failure);
     }
     for (size_t r = 0; r < outputs.size(); ++r)
-      if (alias[r] >= 0 && localBytes(sig.resultShapes[r]) > 0) std::memcpy(outputs[r]->data, outputs[alias[r]]->data, localBytes(sig.resultShapes[r]));
+      if (alias[r] >= 0) copyStorage(*outputs[r], *outputs[alias[r]], localBytes(sig.resultShapes[r]));
     std::vector<Tensor> results;
     for (size_t r = 0; r < outputs.size(); ++r) {
       auto buffer = std::make_shared<DeviceBuffer>();
@@ -232,7 +244,8 @@ class CpuExecutable final : public Executable {
 
 std::string cannotRunOnGpu(const std::string& name, std::string_view target, const std::string& entryDir) {
   return "[exe] " + name + " is compiled for " + std::string(target) +
-         ": running it needs CUDA device buffers, which this Radix does not have yet (docs/gpu.md)" +
+         " without a device (Platform::cudaTarget compiles only): load it with radix::Program on "
+         "Platform::cuda() where the GPU is (docs/gpu.md)" +
          (entryDir.empty() ? std::string() : "; its cache entry is " + entryDir);
 }
 

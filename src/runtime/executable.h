@@ -35,6 +35,8 @@ struct CompiledCode {
   /// Why this code cannot run in this process (a GPU target without a device), "" when it can:
   /// calls throw it as radix::Error.
   std::string cannotRun;
+  /// The CUDA device whose buffers the entry takes and returns; -1: the CPU's.
+  int cudaDevice = -1;
   /// Seconds spent in each phase (for the compile log and the trace).
   double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;
 };

@@ -20,6 +20,7 @@
 #include "radix/detail/visit.h"
 #include "radix/tensor.h"
 #include "runtime/buffer_pool.h"
+#include "runtime/cuda.h"
 #include "runtime/mpi.h"
 #include "runtime/runtime.h"
 
@@ -33,11 +34,18 @@ BufferPool& bufferPool() {
 
 std::atomic<uint64_t> storageGenerations{0};
 
-Storage::Storage(size_t n) : bytes(n), generation(storageGenerations.fetch_add(1) + 1) {
-  const size_t rounded = allocatedBytes(n);
-  data = bufferPool().take(rounded);
-  if (!data) data = std::aligned_alloc(64, rounded);
-  if (!data) throw Error("[buffer] out of memory allocating " + std::to_string(n) + " bytes");
+Storage::Storage(size_t n) : Storage(n, -1) {}
+Storage::Storage(size_t n, int device) : bytes(n), generation(storageGenerations.fetch_add(1) + 1), cudaDevice(device) {
+  if (device < 0) {
+    data = bufferPool().take(allocatedBytes(n));
+    if (!data) data = std::aligned_alloc(64, allocatedBytes(n));
+    if (!data) throw Error("[buffer] out of memory allocating " + std::to_string(n) + " bytes");
+    return;
+  }
+  (void)cuda::device(device);  // its context current on this thread
+  cuda::DevicePtr p = 0;
+  if (n) cuda::check(cuda::driver().memAlloc(&p, n), "cuMemAlloc");
+  data = reinterpret_cast<void*>(p);
 }
 Storage::Storage(const void* external, size_t n, std::shared_ptr<const void> owner)
     : data(const_cast<void*>(external)),
@@ -52,7 +60,42 @@ void Storage::renewGeneration() {
 Storage::~Storage() {
   if (pinned.load()) kernels::forgetGeneration(generation.load());
   if (external_ || !data) return;
+  if (cudaDevice >= 0) {
+    cuda::driver().memFree(reinterpret_cast<cuda::DevicePtr>(data));
+    return;
+  }
   if (!bufferPool().give(data, allocatedBytes(bytes))) std::free(data);
+}
+
+std::shared_ptr<Storage> onPlatform(const Platform& platform, std::shared_ptr<Storage> host) {
+  const int device = platform.state().cudaDevice;
+  if (device < 0) return host;
+  auto out = std::make_shared<Storage>(host->bytes, device);
+  if (host->bytes)
+    cuda::check(cuda::driver().memcpyHtoD(reinterpret_cast<cuda::DevicePtr>(out->data), host->data, host->bytes),
+                "cuMemcpyHtoD");
+  return out;
+}
+
+std::shared_ptr<Storage> onHost(std::shared_ptr<Storage> s) {
+  if (s->cudaDevice < 0) return s;
+  (void)cuda::device(s->cudaDevice);
+  auto out = std::make_shared<Storage>(s->bytes);
+  if (s->bytes)
+    cuda::check(cuda::driver().memcpyDtoH(out->data, reinterpret_cast<cuda::DevicePtr>(s->data), s->bytes), "cuMemcpyDtoH");
+  return out;
+}
+
+void copyStorage(Storage& to, const Storage& from, size_t bytes) {
+  if (bytes == 0) return;
+  if (to.cudaDevice < 0 && from.cudaDevice < 0) {
+    std::memcpy(to.data, from.data, bytes);
+    return;
+  }
+  if (to.cudaDevice != from.cudaDevice) throw Error("[buffer] a copy between host and device memory through copyStorage");
+  cuda::check(cuda::driver().memcpyDtoD(reinterpret_cast<cuda::DevicePtr>(to.data),
+                                        reinterpret_cast<cuda::DevicePtr>(from.data), bytes),
+              "cuMemcpyDtoD");
 }
 
 Storage& liveStorage(const DeviceBuffer& buffer, const std::string& op, const Shape& shape) {
@@ -449,8 +492,9 @@ Tensor fromHost(const Platform& platform, Shape shape, const T* values, size_t n
   const int partitions = partitionsFor(platform, shape, "fromValues");
   auto buffer = std::make_shared<DeviceBuffer>();
   if (partitions == 1) {
-    buffer->storage = std::make_shared<Storage>(shape.byteSize());
-    detail::encodeValues(shape.dtype(), values, buffer->storage->data, n);
+    auto host = std::make_shared<Storage>(shape.byteSize());
+    detail::encodeValues(shape.dtype(), values, host->data, n);
+    buffer->storage = detail::onPlatform(platform, std::move(host));
   } else {
     Storage full(shape.byteSize());
     detail::encodeValues(shape.dtype(), values, full.data, n);
@@ -473,8 +517,9 @@ Tensor fromLocal(const Platform& platform, Shape shape, const T* values, size_t 
     throw Error("[fromShard] " + std::to_string(n) + " values for the shard " + local.str() + " (" +
                 std::to_string(local.count()) + " elements) of " + shape.str());
   auto buffer = std::make_shared<DeviceBuffer>();
-  buffer->storage = std::make_shared<Storage>(local.byteSize());
-  detail::encodeValues(shape.dtype(), values, buffer->storage->data, n);
+  auto host = std::make_shared<Storage>(local.byteSize());
+  detail::encodeValues(shape.dtype(), values, host->data, n);
+  buffer->storage = detail::onPlatform(platform, std::move(host));
   buffer->partitions = partitions;
   return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
 }
@@ -482,7 +527,7 @@ Tensor fromLocal(const Platform& platform, Shape shape, const T* values, size_t 
 // The global bytes of a bound tensor: its storage, or the shards of every partition gathered.
 std::shared_ptr<Storage> globalStorage(const DeviceBuffer& buffer, const Shape& shape, const std::string& op) {
   Storage& s = detail::liveStorage(buffer, op, shape);
-  if (buffer.partitions <= 1) return std::shared_ptr<Storage>(std::shared_ptr<Storage>{}, &s);
+  if (buffer.partitions <= 1) return detail::onHost(buffer.storage);
   const int partitions = buffer.partitions;
   const Blocks b = blocksOf(shape, detail::shardedAxis(shape, op), partitions);
   std::vector<char> all(s.bytes * static_cast<size_t>(partitions));
@@ -539,8 +584,8 @@ Tensor Tensor::local() const {
 template <class T>
 std::vector<T> Tensor::localToVector() const {
   if (!buffer_) throw Error("[localToVector] " + str() + " is not bound to a buffer (traced values live inside compile)");
-  const Storage& s = detail::liveStorage(*buffer_, "localToVector", shape_);
-  return decodeAll<T>(localShape(), s.data);
+  detail::liveStorage(*buffer_, "localToVector", shape_);
+  return decodeAll<T>(localShape(), detail::onHost(buffer_->storage)->data);
 }
 
 Tensor::Tensor(Shape shape) : shape_(shape), identity_(nextIdentity++) {}
@@ -560,17 +605,18 @@ Tensor Tensor::fromValues(const Platform& p, Shape s, const std::vector<T>& v) {
   }
 }
 
-Tensor Tensor::fromBytes(const Platform&, Shape shape, const void* data, size_t bytes) {
+Tensor Tensor::fromBytes(const Platform& platform, Shape shape, const void* data, size_t bytes) {
   if (bytes != shape.byteSize())
     throw Error("[fromBytes] " + std::to_string(bytes) + " bytes for " + shape.str() + " (" +
                 std::to_string(shape.byteSize()) + " bytes)");
   auto buffer = std::make_shared<DeviceBuffer>();
-  buffer->storage = std::make_shared<Storage>(bytes);
-  if (bytes) std::memcpy(buffer->storage->data, data, bytes);
+  auto host = std::make_shared<Storage>(bytes);
+  if (bytes) std::memcpy(host->data, data, bytes);
+  buffer->storage = detail::onPlatform(platform, std::move(host));
   return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
 }
 
-Tensor Tensor::fromExternal(const Platform&, Shape shape, const void* data, std::shared_ptr<const void> owner) {
+Tensor Tensor::fromExternal(const Platform& platform, Shape shape, const void* data, std::shared_ptr<const void> owner) {
   const size_t bytes = shape.byteSize();
   const size_t align = sizeOf(shape.dtype());
   if (bytes && !data) throw Error("[fromExternal] null data for " + shape.str());
@@ -578,7 +624,8 @@ Tensor Tensor::fromExternal(const Platform&, Shape shape, const void* data, std:
     throw Error("[fromExternal] data for " + shape.str() + " is not aligned to its element size (" +
                 std::to_string(align) + " bytes)");
   auto buffer = std::make_shared<DeviceBuffer>();
-  buffer->storage = std::make_shared<Storage>(data, bytes, std::move(owner));
+  // On a GPU the bytes are copied to the device (mapped weights stay mapped on the CPU only).
+  buffer->storage = detail::onPlatform(platform, std::make_shared<Storage>(data, bytes, std::move(owner)));
   return detail::TensorAccess::bound(shape, std::move(buffer), Memory::device);
 }
 

@@ -24,11 +24,16 @@ struct PlatformState {
 /// alive; it is read-only, so a donation copies it into owned Storage first).
 struct Storage {
   explicit Storage(size_t bytes);
+  /// `bytes` of device memory on CUDA device `cudaDevice` (runtime/cuda.h); `data` holds the
+  /// device pointer, which the host must not dereference. -1: host memory, as Storage(bytes).
+  Storage(size_t bytes, int cudaDevice);
   Storage(const void* external, size_t bytes, std::shared_ptr<const void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   bool isExternal() const { return external_; }
+  /// The CUDA device holding the bytes; -1 for host memory.
+  int cudaDevice = -1;
   void* data = nullptr;
   size_t bytes = 0;
   /// Unique to this buffer and its contents: a new one for every Storage and after every write
@@ -62,6 +67,13 @@ bool shardedAcrossProcesses(const Platform& platform);
 int64_t shardedAxis(const Shape& shape, const std::string& op);
 /// The shard's shape: the sharded axis divided by `partitions` (which must divide it).
 Shape localShape(const Shape& global, int partitions, const std::string& op = "shard");
+
+/// `host` moved to the platform's memory: itself on the CPU, a device copy on Platform::cuda().
+std::shared_ptr<Storage> onPlatform(const Platform& platform, std::shared_ptr<Storage> host);
+/// The bytes of `s` in host memory: `s` itself, or a copy of a device buffer.
+std::shared_ptr<Storage> onHost(std::shared_ptr<Storage> s);
+/// Copies `bytes` between two storages of the same kind (host or one device) at the given offsets.
+void copyStorage(Storage& to, const Storage& from, size_t bytes);
 
 /// The storage of a bound tensor; throws radix::Error("[op] ...") if donated.
 Storage& liveStorage(const DeviceBuffer& buffer, const std::string& op, const Shape& shape);
