@@ -1,0 +1,27 @@
+#!/bin/sh
+# The device check, on the GPU machine (docs/gpu.md): the cases that tests/gpu/bundle.sh compiled
+# for cuda:sm_90a on a CPU-only machine, run by the runtime library alone against the CPU's
+# results, then PyTorch's matmul on the same GPU as a peer. About a minute.
+# usage: tests/gpu/run.sh BUNDLE
+set -u
+bundle=$1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: none"
+LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bundle/bin/radix-gpu-check" "$bundle"
+status=$?
+python3 - <<'PY' 2>&1 || true
+import time
+try:
+    import torch
+except Exception as e:
+    print("torch peer: unavailable:", e); raise SystemExit
+if not torch.cuda.is_available():
+    print("torch peer: no CUDA device"); raise SystemExit
+for (m, k, n, dt) in [(256, 384, 200, torch.float32), (4096, 4096, 4096, torch.bfloat16)]:
+    a = torch.randn(m, k, device="cuda", dtype=dt); b = torch.randn(k, n, device="cuda", dtype=dt)
+    for _ in range(3): a @ b
+    torch.cuda.synchronize(); t = time.perf_counter(); reps = 20
+    for _ in range(reps): a @ b
+    torch.cuda.synchronize(); s = (time.perf_counter() - t) / reps
+    print(f"torch.matmul {m}x{k}x{n} {dt}: {s*1e3:.3f} ms, {2*m*k*n/s/1e12:.1f} TFLOP/s")
+PY
+exit $status
