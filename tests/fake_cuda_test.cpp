@@ -99,6 +99,15 @@ TEST(FakeCuda, ExecutablesLaunchKernelsOnDeviceBuffers) {
   expectError([&] { exe(host, w); }, "[exe] arg0 {64,300}:f32 is in host memory", "Platform::cuda()");
   Exe cpuExe = compile(Platform::cpu(), fn, host, Tensor::fromValues(Platform::cpu(), w.shape(), std::vector<float>(300 * 70, 1.f)));
   expectError([&] { cpuExe(a, w); }, "[exe] arg0 {64,300}:f32 is in CUDA device memory", "toVector");
+  // Donation: the result takes the argument's device buffer (a KV cache's way).
+  {
+    Exe donating = compile(gpu, [](const Tensor& x) { return x.exp().reuseBuffer(x); }, a);
+    Tensor x = Tensor::fromValues(gpu, a.shape(), std::vector<float>(64 * 300, 0.f));
+    const void* before = x.bufferAddress();
+    const Tensor y = donating(x);
+    EXPECT_EQ(y.bufferAddress(), before) << "the donated device buffer is the result's";
+    expectError([&] { (void)x.toVector<float>(); }, "[toVector]", "donated");
+  }
   // A failing launch is an error of the call, not a crash.
   fake()->failLaunches(1);
   expectError([&] { exe(a, w); }, "[exe] CUDA: cuLaunchKernel", "CUDA_ERROR_LAUNCH_FAILED");

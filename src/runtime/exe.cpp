@@ -203,7 +203,10 @@ class CpuExecutable final : public Executable {
     event.arg("argument_bytes", argBytes);
     {
       // Arguments the call only reads are pinned: the GEMMs may reuse B packed by earlier calls.
-      PinnedArguments pins(device < 0 ? args : std::vector<DeviceBuffer*>(), sig.donations);
+      // Device buffers are not packed by the CPU kernels: nothing to pin.
+      const std::vector<DeviceBuffer*> none;
+      const std::vector<int32_t> noDonations;
+      PinnedArguments pins(device < 0 ? args : none, device < 0 ? sig.donations : noDonations);
       ProfileScope profile(code_.profile.get());
       if (device >= 0) (void)cuda::device(device);  // its context current on this thread
       code_.entry(packed.data());
