@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
+#include <sys/wait.h>
 
 #include "compiler/gpu.h"
 #include "io_testing.h"
@@ -113,6 +115,32 @@ TEST(FakeCuda, ExecutablesLaunchKernelsOnDeviceBuffers) {
   expectError([&] { exe(a, w); }, "[exe] CUDA: cuLaunchKernel", "CUDA_ERROR_LAUNCH_FAILED");
   fake()->failLaunches(0);
   EXPECT_EQ(exe(a, w).shape(), Shape({64, 70}, DType::f32)) << "the next call runs again";
+}
+
+// `radix generate --device cuda` end to end on the fake driver: weights and KV cache on the
+// device, prompt and decode steps compiled for it and launched; greedy sampling of logits copied
+// back. The ids are not the model's (no kernel runs), their count is.
+TEST(FakeCuda, GenerateOnTheDevice) {
+  REQUIRE_FAKE();
+  const std::string cmd = std::string("RADIX_CACHE_DIR=off RADIX_LIBCUDA=") + std::getenv("RADIX_LIBCUDA") + " " +
+                          RADIX_CLI_PATH + " generate --device cuda --prompt 'In the beginning' -n 5 --temp 0 --ids 2>&1";
+  std::string out;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = pclose(pipe);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
+  // The ids' line (stdout) among the compile log's (stderr).
+  int ids = 0;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.find_first_not_of("0123456789 ") != std::string::npos) continue;
+    std::istringstream words(line);
+    for (int id; words >> id;) ++ids;
+  }
+  EXPECT_EQ(ids, 5) << out;
+  EXPECT_NE(out.find("generation: 5 tokens"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ class Conversation {
   Conversation(models::LanguageModel& lm, ChatTemplate chatTemplate, const RunOptions& options, int64_t maxReply,
                int64_t context)
       : lm_(lm), tokenizer_(lm.tokenizer()), template_(std::move(chatTemplate)), context_(chatContext(tokenizer_)),
-        options_(options), maxReply_(maxReply), rng_(Rng::init(platformWith(options.threads), options.sampling.seed)) {
+        options_(options), maxReply_(maxReply), rng_(Rng::init(platformFor(options), options.sampling.seed)) {
     if (options.system) messages_.push_back({"system", *options.system});
     lm_.reset(context);
   }

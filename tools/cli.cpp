@@ -55,6 +55,14 @@ bool runOption(Args& args, std::string_view flag, RunOptions& o) {
   else if (flag == "--system") o.system = std::string(args.value(flag));
   else if (flag == "--template") o.templateFile = std::string(args.value(flag));
   else if (flag == "--verbose" || flag == "-v") o.verbose = true;
+  else if (flag == "--device") {
+    const std::string_view d = args.value(flag);
+    if (d == "cpu") o.cudaDevice = -1;
+    else if (d == "cuda") o.cudaDevice = 0;
+    else if (d.starts_with("cuda:") && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string_view::npos)
+      o.cudaDevice = std::stoi(std::string(d.substr(5)));
+    else throw UsageError{"[" + args.verb + "] --device is cpu, cuda or cuda:N, got \"" + std::string(d) + "\""};
+  }
   else return false;
   return true;
 }
@@ -131,7 +139,9 @@ models::LoadOptions chooseDtypes(const RunOptions& o) {
 }
 
 Platform platformFor(const RunOptions& o) {
-  const Platform cpu = o.cudaArch.empty() ? platformWith(o.threads) : Platform::cudaTarget(o.cudaArch);
+  const Platform cpu = !o.cudaArch.empty() ? Platform::cudaTarget(o.cudaArch)
+                       : o.cudaDevice >= 0 ? Platform::cuda(o.cudaDevice)
+                                           : platformWith(o.threads);
   if (o.targetCpu.empty() && o.targetFeatures.empty() && o.cacheDir.empty()) return cpu;
   CompileOptions options = cpu.options();
   options.targetCpu = o.targetCpu;

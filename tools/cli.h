@@ -74,6 +74,8 @@ struct RunOptions {
   /// CompileOptions' targetCpu, targetFeatures and cacheDir, and a CUDA target ("sm_90a"), for
   /// radix compile.
   std::string targetCpu, targetFeatures, cacheDir, cudaArch;
+  /// --device: -1 for the CPU, else the CUDA device to run on (docs/gpu.md).
+  int cudaDevice = -1;
 };
 
 /// Consumes `flag` (and its value) when it is one of RunOptions' flags; false otherwise.

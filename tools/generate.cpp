@@ -105,10 +105,10 @@ int cli::generateCommand(Args& args) {
     const int64_t room = std::min(*n, lm.maxContext() - length);
     lm.reset(length + room);
     lm.prepare(length);
-    Rng rng = Rng::init(platformWith(o.threads), o.sampling.seed);
+    Rng rng = Rng::init(platformFor(o), o.sampling.seed);
     if (o.sampling.temperature > 0) {  // compiles the sampler before the clock starts
       Rng scratch = rng;
-      (void)lm.sample(Tensor::fromValues(platformWith(o.threads), Shape({lm.vocabSize()}, DType::f32),
+      (void)lm.sample(Tensor::fromValues(platformFor(o), Shape({lm.vocabSize()}, DType::f32),
                                          std::vector<float>(size_t(lm.vocabSize()), 0.f)),
                       o.sampling, scratch);
     }

@@ -108,14 +108,16 @@ constexpr std::string_view kSamplingHelp =
     "  --top-k K             keep the K most likely tokens, 0 for all (default 40)\n"
     "  --top-p P             keep the smallest set of probability >= P (default 0.95)\n"
     "  --seed S              seed of the sampler (default: random)\n"
-    "  -t, --threads N       threads (default: all cores)\n";
+    "  -t, --threads N       threads (default: all cores)\n"
+    "  --device D            cpu (default), cuda or cuda:N: an NVIDIA GPU through its driver\n"
+    "                        (docs/gpu.md)\n";
 
 const Command kCommands[] = {
     {"generate",
      "radix generate [--model PATH] --prompt TEXT -n N [--chat] [--system TEXT] [--template FILE]\n"
      "                      [--temp T] [--top-k K] [--top-p P] [--seed S] [-t THREADS]\n"
      "                      [--dtype f32|bf16|f16] [--compute f32|bf16|f16] [--kv-type f32|f16|bf16]\n"
-     "                      [--ids] [--verbose]",
+     "                      [--ids] [--verbose] [--device cpu|cuda[:N]]",
      "Streams the prompt and N generated tokens, then prompt and generation speed on stderr.\n"
      "  -m, --model PATH      an HF folder or a .gguf file (default: the model embedded in radix)\n"
      "  -p, --prompt TEXT     the prompt (special tokens such as <|im_start|> are matched whole)\n"
