@@ -72,7 +72,7 @@ std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::st
   for (size_t i = 0; i < sections.size(); ++i)
     std::memcpy(&sections[i].header, bytes.data() + eh.e_shoff + i * sizeof(Elf64_Shdr), sizeof(Elf64_Shdr));
   for (const Section& s : sections)
-    if (s.header.sh_type != SHT_NOBITS && s.header.sh_type != SHT_NULL && !within(s.header.sh_offset, s.header.sh_size))
+    if (s.header.sh_type != SHT_NOBITS && !within(s.header.sh_offset, s.header.sh_size))
       return fail("corrupt (a section of entry.o lies outside the file)");
 
   const Elf64_Shdr& names = sections[eh.e_shstrndx].header;
@@ -85,7 +85,7 @@ std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::st
   };
 
   // The symbol table (one, with its string table).
-  const Elf64_Sym* symtab = nullptr;
+  const char* symtab = nullptr;  // unaligned in a mutated file: only copied, never dereferenced
   size_t numSymbols = 0;
   std::string_view strtab;
   for (const Section& s : sections) {
@@ -98,7 +98,7 @@ std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::st
     strtab = bytes.substr(str.sh_offset, str.sh_size);
     if (strtab.empty() || strtab.back() != '\0') return fail("corrupt (entry.o's string table is not terminated)");
     numSymbols = s.header.sh_size / sizeof(Elf64_Sym);
-    symtab = reinterpret_cast<const Elf64_Sym*>(bytes.data() + s.header.sh_offset);  // may be unaligned: copied below
+    symtab = bytes.data() + s.header.sh_offset;
   }
   if (!symtab) return fail("corrupt (entry.o has no symbol table)");
   std::vector<Elf64_Sym> symbols(numSymbols);
@@ -243,11 +243,12 @@ std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::st
       if (r.r_offset > target.header.sh_size || width > target.header.sh_size - r.r_offset)
         return fail("corrupt (a relocation of entry.o lies outside its section)");
       char* where = base + target.offset + r.r_offset;
-      const int64_t P = static_cast<int64_t>(reinterpret_cast<uint64_t>(where));
-      const int64_t S = static_cast<int64_t>(address[sym]), A = r.r_addend;
-      const int64_t GOT = static_cast<int64_t>(reinterpret_cast<uint64_t>(base + gotAt));
-      const int64_t G = gotSlot[sym] >= 0 ? int64_t(gotSlot[sym]) * 8 : 0;  // the entry's offset in the GOT
-      int64_t value = 0;
+      // Two's complement arithmetic, as linkers do: wild addends wrap instead of overflowing.
+      const uint64_t P = reinterpret_cast<uint64_t>(where);
+      const uint64_t S = address[sym], A = static_cast<uint64_t>(r.r_addend);
+      const uint64_t GOT = reinterpret_cast<uint64_t>(base + gotAt);
+      const uint64_t G = gotSlot[sym] >= 0 ? uint64_t(gotSlot[sym]) * 8 : 0;  // the entry's offset in the GOT
+      uint64_t value = 0;
       switch (type) {
         case R_X86_64_64:
           value = S + A;
@@ -258,18 +259,18 @@ std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::st
         case R_X86_64_PC32:
         case R_X86_64_PLT32:
           value = S + A - P;
-          if (!fitsSigned32(value) && stubSlot[sym] >= 0)
-            value = static_cast<int64_t>(reinterpret_cast<uint64_t>(base + stubsAt + size_t(stubSlot[sym]) * kStubBytes)) + A - P;
-          if (!fitsSigned32(value)) return fail("unsupported (a 32-bit PC-relative relocation of entry.o is out of range)");
+          if (!fitsSigned32(static_cast<int64_t>(value)) && stubSlot[sym] >= 0)
+            value = reinterpret_cast<uint64_t>(base + stubsAt + size_t(stubSlot[sym]) * kStubBytes) + A - P;
+          if (!fitsSigned32(static_cast<int64_t>(value))) return fail("unsupported (a 32-bit PC-relative relocation of entry.o is out of range)");
           break;
         case R_X86_64_GOTPCREL:
         case R_X86_64_GOTPCRELX:
         case R_X86_64_REX_GOTPCRELX:
-          value = static_cast<int64_t>(reinterpret_cast<uint64_t>(base + gotAt + size_t(gotSlot[sym]) * 8)) + A - P;
+          value = reinterpret_cast<uint64_t>(base + gotAt + size_t(gotSlot[sym]) * 8) + A - P;
           break;
         case R_X86_64_GOTPC32:
           value = GOT + A - P;
-          if (!fitsSigned32(value)) return fail("unsupported (a 32-bit GOT-relative relocation of entry.o is out of range)");
+          if (!fitsSigned32(static_cast<int64_t>(value))) return fail("unsupported (a 32-bit GOT-relative relocation of entry.o is out of range)");
           break;
         case R_X86_64_GOTPC64:
           value = GOT + A - P;
@@ -287,12 +288,12 @@ std::unique_ptr<LinkedObject> LinkedObject::link(std::string_view bytes, std::st
           break;
         case R_X86_64_32:
           value = S + A;
-          if (value < 0 || value > int64_t(std::numeric_limits<uint32_t>::max()))
+          if (value > std::numeric_limits<uint32_t>::max())
             return fail("unsupported (an absolute 32-bit relocation of entry.o is out of range)");
           break;
         case R_X86_64_32S:
           value = S + A;
-          if (!fitsSigned32(value)) return fail("unsupported (an absolute 32-bit relocation of entry.o is out of range)");
+          if (!fitsSigned32(static_cast<int64_t>(value))) return fail("unsupported (an absolute 32-bit relocation of entry.o is out of range)");
           break;
         default:
           return fail("unsupported (entry.o has relocation type " + std::to_string(type) + ")");
