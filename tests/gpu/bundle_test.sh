@@ -5,6 +5,11 @@
 # usage: bundle_test.sh BUILD OUT FAKE_LIBCUDA
 set -u
 build=$1 out=$2 fake=$3
+# Compiling for sm_90a needs the CUDA toolkit's ptxas (as the compiler looks for it).
+if ! command -v ptxas > /dev/null && [ ! -x "${RADIX_CUDA_PATH:-/nonexistent}/bin/ptxas" ] && [ ! -x /usr/local/cuda/bin/ptxas ]; then
+  echo "SKIP: no ptxas (the CUDA toolkit) on PATH, in \$RADIX_CUDA_PATH/bin or /usr/local/cuda/bin"
+  exit 77
+fi
 sh "$(dirname "$0")/bundle.sh" "$build" "$out" || exit 1
 log=$(RADIX_LIBCUDA="$fake" LD_LIBRARY_PATH="$out/lib" "$out/bin/radix-gpu-check" "$out" 2>&1)
 echo "$log"
