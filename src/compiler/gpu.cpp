@@ -39,6 +39,8 @@ namespace {
 
 // Threads per block of the element-wise kernels.
 constexpr int64_t kBlockThreads = 256;
+// The largest buffer whose elements host code may read or write (copied whole for each access).
+constexpr int64_t kMaxStagedBytes = 256;
 
 bool insideKernel(mlir::Operation* op) {
   return op->getParentOfType<mlir::gpu::LaunchOp>() || op->getParentOfType<mlir::gpu::GPUModuleOp>();
@@ -171,10 +173,15 @@ void moveHostBuffersToDevice(mlir::ModuleOp module) {
     mlir::gpu::WaitOp::create(rewriter, loc, mlir::Type(), mlir::ValueRange{done});
     rewriter.eraseOp(op);
   }
-  // Scalars the host reads (a runtime position, a loop bound) come over in a copy of their own.
+  // Small buffers the host reads (a runtime position, a loop bound, an RNG's state) come over in
+  // a copy of their own, whole, for each access.
+  auto staged = [](mlir::MemRefType t) {
+    if (!t.hasStaticShape() || !t.getLayout().isIdentity() || !t.getElementType().isIntOrFloat()) return false;
+    return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8) <= kMaxStagedBytes;
+  };
   std::vector<mlir::memref::LoadOp> loads;
   module.walk([&](mlir::memref::LoadOp load) {
-    if (!insideKernel(load) && load.getMemRefType().getRank() == 0) loads.push_back(load);
+    if (!insideKernel(load) && staged(load.getMemRefType())) loads.push_back(load);
   });
   // A copy on a stream of its own, waited for.
   auto copyNow = [&](mlir::Location loc, mlir::Value to, mlir::Value from) {
@@ -188,16 +195,18 @@ void moveHostBuffersToDevice(mlir::ModuleOp module) {
     copyNow(load.getLoc(), host, load.getMemref());
     load.getMemrefMutable().assign(host);
   }
-  // Scalars the host computes (the next position) go over the same way.
+  // What the host computes (the next position, the RNG's next state) goes back the same way:
+  // the buffer's other elements first come over, so that a store changes only its own.
   std::vector<mlir::memref::StoreOp> stores;
   module.walk([&](mlir::memref::StoreOp store) {
-    if (!insideKernel(store) && store.getMemRefType().getRank() == 0) stores.push_back(store);
+    if (!insideKernel(store) && staged(store.getMemRefType())) stores.push_back(store);
   });
   for (mlir::memref::StoreOp store : stores) {
     rewriter.setInsertionPoint(store);
     const mlir::Location loc = store.getLoc();
     const mlir::Value host = mlir::memref::AllocaOp::create(rewriter, loc, store.getMemRefType());
-    mlir::memref::StoreOp::create(rewriter, loc, store.getValueToStore(), host, mlir::ValueRange());
+    if (store.getMemRefType().getNumElements() > 1) copyNow(loc, host, store.getMemref());
+    mlir::memref::StoreOp::create(rewriter, loc, store.getValueToStore(), host, store.getIndices());
     copyNow(loc, store.getMemref(), host);
     rewriter.eraseOp(store);
   }
