@@ -272,8 +272,6 @@ struct Target {
   std::string str() const { return triple + "|" + cpu + "|" + features; }
 };
 
-// The host side of a CUDA executable runs on whatever x86-64 CPU serves the GPU: baseline code.
-Target cudaHostTarget() { return Target{llvm::sys::getProcessTriple(), "x86-64", ""}; }
 
 Target hostTarget(const CompileOptions& options) {
   Target t;
@@ -295,6 +293,13 @@ Target hostTarget(const CompileOptions& options) {
     t.features = host;
   }
   return t;
+}
+
+// What code for `platform` is generated for: the host (or the overridden CPU); for a CUDA
+// platform, the host side, which runs on whatever x86-64 CPU serves the GPU: baseline code.
+Target targetOf(const Platform& platform) {
+  if (cudaArch(platform.target()).empty()) return hostTarget(platform.options());
+  return Target{llvm::sys::getProcessTriple(), "x86-64", ""};
 }
 
 llvm::orc::JITTargetMachineBuilder machineBuilder(const Target& target, int optLevel) {
@@ -598,7 +603,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
   initLlvmOnce();
   const CompileOptions& options = platform.options();
   const bool cuda = !cudaArch(platform.target()).empty();
-  const Target target = cuda ? cudaHostTarget() : hostTarget(options);
+  const Target target = targetOf(platform);
   if (cuda && signature.partitions > 1)
     throw Error("[compile] " + std::string(platform.target()) + ": sharded programs do not run on the GPU yet");
 
@@ -639,8 +644,6 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
       code.owner = loaded->owner;
       code.fromCache = true;
       code.entryDir = cache->dir();
-      if (cuda && platform.state().cudaDevice < 0) code.cannotRun = cannotRunOnGpu(name, platform.target(), code.entryDir);
-      code.cudaDevice = platform.state().cudaDevice;
       code.resultAlias = std::move(loaded->resultAlias);
       if (object) *object = readRegularFile((fs::path(cache->dir()) / "entry.o").string(), size_t(1) << 34).data.value_or("");
       return code;
@@ -776,8 +779,6 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     fs::remove(path, ec);
   }
   code.resultAlias = std::move(resultAlias);
-  if (cuda && platform.state().cudaDevice < 0) code.cannotRun = cannotRunOnGpu(name, platform.target(), code.entryDir);
-  code.cudaDevice = platform.state().cudaDevice;
   if (profile) code.profile = makeProfileTable(std::move(sites));
   code.lowerSeconds = lowerSeconds;
   code.owner = std::move(engine);
@@ -788,12 +789,13 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
 CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
                            const std::string& name, const Signature& signature) {
   const bool cuda = !cudaArch(platform.target()).empty();
-  std::string material = moduleText + "\n" +
-                         cacheKeyMaterial(cuda ? cudaHostTarget() : hostTarget(platform.options()), platform.options()) +
+  std::string material = moduleText + "\n" + cacheKeyMaterial(targetOf(platform), platform.options()) +
                          (cuda ? "|" + std::string(platform.target()) : "");
   if (signature.partitions <= 1) {
     const uint64_t key = XXH64(material.data(), material.size(), 0);
-    return compileModuleHere(module, moduleText, platform, name, signature, key, nullptr);
+    CompiledCode code = compileModuleHere(module, moduleText, platform, name, signature, key, nullptr);
+    placeOn(code, platform, platform.target(), name);
+    return code;
   }
   // One compile per grid and world size, on rank 0 (docs/sharding.md).
   material += "|grid " + std::to_string(signature.partitions) + "|world " + std::to_string(mpi::worldSize());

@@ -482,7 +482,7 @@ CompiledCode compileOnRoot(uint64_t key, const std::string& name,
   std::istringstream is(header.substr(2));
   for (int32_t a; is >> a;) code.resultAlias.push_back(a);
   std::string why;
-  auto loaded = loadObject(object, "<object from rank 0>", keyText(code.resultAlias), why);
+  auto loaded = loadObject(object, keyText(code.resultAlias), why);
   if (!loaded) throw Error("[compile] " + name + ": the object compiled by rank 0 does not load here: " + why);
   code.entry = reinterpret_cast<PackedEntry>(loaded->entry);
   code.owner = loaded->owner;

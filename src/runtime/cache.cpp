@@ -142,8 +142,7 @@ MetaCheck parseCacheMeta(std::string_view text, const std::string& key, size_t n
 
 // ---- the object's loader ----
 
-std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& path, const std::string& keyText,
-                                       std::string& why) {
+std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& keyText, std::string& why) {
   std::string problem;
   // Only checked bytes get here (a cache entry whose hash matched, rank 0's object): constructors run.
   std::shared_ptr<LinkedObject> linked(LinkedObject::link(bytes, problem, /*runConstructors=*/true));
@@ -307,7 +306,7 @@ std::optional<LoadedObject> loadEntryObject(const std::string& dir, uint64_t key
     why = check.problem;
     return std::nullopt;
   }
-  auto loaded = loadObject(check.object, (fs::path(dir) / kObject).string(), entryKeyText(key, check.resultAlias), why);
+  auto loaded = loadObject(check.object, entryKeyText(key, check.resultAlias), why);
   if (loaded) loaded->resultAlias = std::move(check.resultAlias);
   return loaded;
 }
@@ -379,12 +378,9 @@ std::optional<LoadedObject> CacheEntry::load(size_t numResults) {
     ++misses;
     return std::nullopt;
   };
-  EntryCheck check = checkEntry(dir, hex16(key_), numResults);
-  if (!check.problem.empty()) return reject(check.problem);
   std::string why;
-  auto loaded = loadObject(check.object, (dir / kObject).string(), entryKeyText(key_, check.resultAlias), why);
+  auto loaded = loadEntryObject(dir_, key_, numResults, why);
   if (!loaded) return reject(why);
-  loaded->resultAlias = std::move(check.resultAlias);
   ++hits;
   return loaded;
 }

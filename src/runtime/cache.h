@@ -32,11 +32,11 @@ struct LoadedObject {
   std::optional<std::string> profileSites;
 };
 
-/// Links a relocatable object (the bytes of the file at `path`) into this process (runtime/elf.h),
-/// finds the packed entry, and checks that the object's `radix_entry_key` symbol holds `keyText` (compiler.cpp).
+/// Links a relocatable object's checked bytes (an entry.o whose hash matched, rank 0's object)
+/// into this process (runtime/elf.h), running its constructors, finds the packed entry, and
+/// checks that the object's `radix_entry_key` symbol holds `keyText` (compiler.cpp).
 /// On failure, says why.
-std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& path, const std::string& keyText,
-                                       std::string& why);
+std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& keyText, std::string& why);
 
 /// Bytes of the `radix_entry_key` symbol every compiled object exports.
 constexpr size_t kEntryKeyBytes = 64;

@@ -105,8 +105,9 @@ class PinnedArguments {
       if (a >= 0) donated[static_cast<size_t>(a)] = true;
     for (size_t a = 0; a < args.size(); ++a) {
       Storage* s = args[a] ? args[a]->storage.get() : nullptr;
-      // Small buffers (ids, positions, biases) are cheap to pack per call: not worth a pin.
-      if (donated[a] || !s || !s->data || s->bytes < kMinPinnedBytes ||
+      // Small buffers (ids, positions, biases) are cheap to pack per call: not worth a pin. Device
+      // buffers are not packed by the CPU's kernels.
+      if (donated[a] || !s || !s->data || s->bytes < kMinPinnedBytes || s->cudaDevice >= 0 ||
           std::find(pinned_.begin(), pinned_.end(), s) != pinned_.end())
         continue;
       s->pinned.store(true);
@@ -203,10 +204,7 @@ class CpuExecutable final : public Executable {
     event.arg("argument_bytes", argBytes);
     {
       // Arguments the call only reads are pinned: the GEMMs may reuse B packed by earlier calls.
-      // Device buffers are not packed by the CPU kernels: nothing to pin.
-      const std::vector<DeviceBuffer*> none;
-      const std::vector<int32_t> noDonations;
-      PinnedArguments pins(device < 0 ? args : none, device < 0 ? sig.donations : noDonations);
+      PinnedArguments pins(args, sig.donations);
       ProfileScope profile(code_.profile.get());
       if (device >= 0) (void)cuda::device(device);  // its context current on this thread
       code_.entry(packed.data());
@@ -245,11 +243,13 @@ class CpuExecutable final : public Executable {
 
 }  // namespace
 
-std::string cannotRunOnGpu(const std::string& name, std::string_view target, const std::string& entryDir) {
-  return "[exe] " + name + " is compiled for " + std::string(target) +
-         " without a device (Platform::cudaTarget compiles only): load it with radix::Program on "
-         "Platform::cuda() where the GPU is (docs/gpu.md)" +
-         (entryDir.empty() ? std::string() : "; its cache entry is " + entryDir);
+void placeOn(CompiledCode& code, const Platform& platform, std::string_view target, const std::string& name) {
+  code.cudaDevice = platform.state().cudaDevice;
+  if (target == "cpu" || code.cudaDevice >= 0) return;
+  code.cannotRun = "[exe] " + name + " is compiled for " + std::string(target) +
+                   " without a device (Platform::cudaTarget compiles only): load it with radix::Program on "
+                   "Platform::cuda() where the GPU is (docs/gpu.md)" +
+                   (code.entryDir.empty() ? std::string() : "; its cache entry is " + code.entryDir);
 }
 
 std::shared_ptr<Executable> makeCpuExecutable(std::string mlir, Signature signature, CompiledCode code) {

@@ -41,8 +41,10 @@ struct CompiledCode {
   double lowerSeconds = 0, llvmSeconds = 0, loadSeconds = 0;
 };
 
-/// CompiledCode::cannotRun of a CUDA executable: "[exe] Mlp is compiled for cuda:sm_90a: ..."
-std::string cannotRunOnGpu(const std::string& name, std::string_view target, const std::string& entryDir);
+/// Binds `code`, compiled for `target` ("cpu", "cuda:sm_90a"), to `platform`: the CUDA device
+/// whose buffers it takes, or, for a GPU target without a device (Platform::cudaTarget), why it
+/// cannot run ("[exe] Mlp is compiled for cuda:sm_90a without a device ...").
+void placeOn(CompiledCode& code, const Platform& platform, std::string_view target, const std::string& name);
 
 /// The CPU executable over compiled code (runtime/exe.cpp).
 std::shared_ptr<Executable> makeCpuExecutable(std::string mlirText, Signature signature, CompiledCode code);

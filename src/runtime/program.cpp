@@ -96,9 +96,7 @@ Program Program::load(const Platform& platform, const std::string& entryDir) {
   code.fromCache = true;
   code.resultAlias = std::move(loaded->resultAlias);
   code.entryDir = entryDir;
-  if (entry->target != "cpu" && platform.state().cudaDevice < 0)
-    code.cannotRun = detail::cannotRunOnGpu(entry->name, entry->target, entryDir);
-  code.cudaDevice = platform.state().cudaDevice;
+  detail::placeOn(code, platform, entry->target, entry->name);
   if (loaded->profileSites)
     if (auto sites = detail::parseProfileSites(*loaded->profileSites)) code.profile = detail::makeProfileTable(std::move(*sites));
   std::string mlir;
