@@ -14,17 +14,14 @@
 #include <vector>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/Support/TargetSelect.h"
 #include "radix/error.h"
 
 extern "C" {
@@ -148,21 +145,19 @@ void moveHostBuffersToDevice(mlir::ModuleOp module) {
     const mlir::Location loc = op->getLoc();
     const mlir::Value start = mlir::gpu::WaitOp::create(rewriter, loc, token, mlir::ValueRange()).getAsyncToken();
     mlir::Value done;
-    auto allocate = [&](mlir::MemRefType type, mlir::ValueRange dynamicSizes, mlir::ValueRange symbols) {
-      auto g = mlir::gpu::AllocOp::create(rewriter, loc, type, token, mlir::ValueRange{start}, dynamicSizes, symbols, false);
-      done = g.getAsyncToken();
-      return g.getMemref();
+    // memref.alloc and memref.alloca: the same operands, the same device allocation.
+    auto allocate = [&](auto alloc) {
+      auto g = mlir::gpu::AllocOp::create(rewriter, loc, alloc.getType(), token, mlir::ValueRange{start},
+                                          alloc.getDynamicSizes(), alloc.getSymbolOperands(), false);
+      mlir::gpu::WaitOp::create(rewriter, loc, mlir::Type(), mlir::ValueRange{g.getAsyncToken()});
+      rewriter.replaceOp(op, g.getMemref());
     };
     if (auto alloc = mlir::dyn_cast<mlir::memref::AllocOp>(op)) {
-      const mlir::Value m = allocate(alloc.getType(), alloc.getDynamicSizes(), alloc.getSymbolOperands());
-      mlir::gpu::WaitOp::create(rewriter, loc, mlir::Type(), mlir::ValueRange{done});
-      rewriter.replaceOp(op, m);
+      allocate(alloc);
       continue;
     }
     if (auto alloca = mlir::dyn_cast<mlir::memref::AllocaOp>(op)) {
-      const mlir::Value m = allocate(alloca.getType(), alloca.getDynamicSizes(), alloca.getSymbolOperands());
-      mlir::gpu::WaitOp::create(rewriter, loc, mlir::Type(), mlir::ValueRange{done});
-      rewriter.replaceOp(op, m);
+      allocate(alloca);
       continue;
     }
     if (auto dealloc = mlir::dyn_cast<mlir::memref::DeallocOp>(op))
@@ -239,7 +234,6 @@ void initNvptxOnce() {
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
-    mlir::gpu::registerGPUToNVVMPipeline();
   });
 }
 

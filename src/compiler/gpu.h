@@ -18,7 +18,7 @@ std::string cudaArch(std::string_view target);
 /// The folder of the ptxas that code generation runs (PATH, else $RADIX_CUDA_PATH/bin or
 /// /usr/local/cuda/bin, which is then added to PATH); "" when there is none.
 std::string findPtxas();
-/// Registers LLVM's NVPTX back end and MLIR's gpu-lower-to-nvvm-pipeline, once per process.
+/// Registers LLVM's NVPTX back end, once per process.
 void initNvptxOnce();
 /// Lowers a bufferized module (the compiler's ABI already in place) to LLVM dialect host code
 /// that launches kernels embedded as cubins for `target` ("cuda:sm_90a"). Throws

@@ -37,8 +37,9 @@ std::atomic<uint64_t> storageGenerations{0};
 Storage::Storage(size_t n) : Storage(n, -1) {}
 Storage::Storage(size_t n, int device) : bytes(n), generation(storageGenerations.fetch_add(1) + 1), cudaDevice(device) {
   if (device < 0) {
-    data = bufferPool().take(allocatedBytes(n));
-    if (!data) data = std::aligned_alloc(64, allocatedBytes(n));
+    const size_t rounded = allocatedBytes(n);
+    data = bufferPool().take(rounded);
+    if (!data) data = std::aligned_alloc(64, rounded);
     if (!data) throw Error("[buffer] out of memory allocating " + std::to_string(n) + " bytes");
     return;
   }
