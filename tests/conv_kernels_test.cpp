@@ -54,6 +54,12 @@ const std::vector<Case>& cases() {
       // K = 130 * 9 = 1170: two K blocks of the AMX packing; NHWC with whole 32 x 32 C blocks.
       {"2d_k1170_nchw", 1, 130, 40, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
       {"2d_whole_tiles_nhwc", 2, 32, 64, {8, 8}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, true, Path::gemm},
+      // More positions than one gathered block of Y (128 at K = 576): X is packed once per call,
+      // in two equal K blocks; 13 outputs leave a partial row panel.
+      {"2d_k576_x_packed_once", 1, 64, 13, {14, 13}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
+      // The same per group, with an odd K (63 * 9 = 567: a lone last bf16 pair) and 9 outputs a group.
+      {"2d_k567_groups2_x_packed_once", 2, 126, 18, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, false,
+       Path::gemm},
       {"2d_1x1_plain", 1, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
       {"2d_1x1_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
       {"2d_1x1_nhwc_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, true, Path::plain},
@@ -255,7 +261,7 @@ TEST(ConvKernels, Bf16) {
   const uint64_t amx = kernels::convAmxCallCount();
   for (const char* name : {"1d_stride2_pad_dilation", "2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_k360_nchw", "2d_groups2",
                            "2d_1x1_nhwc_batch3", "2d_1x1_s2_downsample", "2d_depthwise", "3d_nhwc", "2d_k1170_nchw",
-                           "2d_whole_tiles_nhwc"})
+                           "2d_whole_tiles_nhwc", "2d_k576_x_packed_once", "2d_k567_groups2_x_packed_once"})
     check(named(name), DType::bf16, 1, "");
   // On an AMX host the tabled GEMMs above (8 of them) ran on the tiles.
   if (kernels::hostIsa() == kernels::Isa::amx) EXPECT_GE(kernels::convAmxCallCount(), amx + 8);

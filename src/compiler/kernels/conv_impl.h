@@ -14,14 +14,43 @@ using radix::kernels::DirectOp;
 
 inline uint16_t raw16(const void* base, int64_t i) { return static_cast<const uint16_t*>(base)[i]; }
 
+// The constant step between n consecutive table entries, or false.
+inline bool regularStep(const int64_t* t, int64_t n, int64_t& step) {
+  step = n > 1 ? t[1] - t[0] : 0;
+  for (int64_t i = 2; i < n; ++i)
+    if (t[i] - t[i - 1] != step) return false;
+  return true;
+}
+
 template <class Cfg, Elem EX>
 void convPackX(const ConvGemmPlan& g, const void* x, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
                typename Cfg::PackT* __restrict dst) {
   constexpr int MR = Cfg::MR, P = Cfg::kPair;
   const int64_t kcp = (kc + P - 1) / P * P;
   const int64_t* xk = g.xK + k0;
+  // X's k runs along its rows (OIHW weights of an NCHW convolution): copy rows without the table.
+  int64_t kStep;
+  const bool contiguousK = kc > 0 && regularStep(xk, kc, kStep) && (kc == 1 || kStep == 1);
   for (int64_t ip = 0; ip < mc; ip += MR, dst += kcp * MR) {
     const int mr = static_cast<int>(mc - ip < MR ? mc - ip : MR);
+    if (contiguousK && mr == MR) {
+      const void* rows[MR];
+      for (int r = 0; r < MR; ++r) rows[r] = offsetPtr(x, EX, g.xRow[i0 + ip + r] + xk[0]);
+      if constexpr (P == 1) {
+        for (int64_t k = 0; k < kc; ++k)
+          for (int r = 0; r < MR; ++r) dst[k * MR + r] = loadScalar<EX>(rows[r], k);
+      } else {
+        const int64_t pairs = kc / 2;
+        for (int64_t q = 0; q < pairs; ++q)
+          for (int r = 0; r < MR; ++r) std::memcpy(dst + q * MR * 2 + r * 2, static_cast<const uint16_t*>(rows[r]) + 2 * q, 4);
+        if (kc & 1)
+          for (int r = 0; r < MR; ++r) {
+            dst[pairs * MR * 2 + r * 2] = raw16(rows[r], kc - 1);
+            dst[pairs * MR * 2 + r * 2 + 1] = 0;
+          }
+      }
+      continue;
+    }
     for (int r = 0; r < MR; ++r) {
       if (r >= mr) {
         for (int64_t k = 0; k < kcp; ++k) dst[(k / P) * MR * P + r * P + (k % P)] = 0;
@@ -83,16 +112,20 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
   }
 }
 
-// The constant step between n consecutive table entries, or false.
-inline bool regularStep(const int64_t* t, int n, int64_t& step) {
-  step = n > 1 ? t[1] - t[0] : 0;
-  for (int i = 2; i < n; ++i)
-    if (t[i] - t[i - 1] != step) return false;
-  return true;
+// Columns of Y gathered per block, at most ncMax. Unlike the GEMM's B (read along its rows), Y
+// is gathered: an L2-sized block of it keeps both the gather's reads and the packed panels in L2.
+template <class Cfg>
+int64_t convColumnBlock(int64_t kp, int64_t ncMax) {
+  constexpr int64_t kYBlockElements = 64 * 1024;
+  const int64_t kcMax = Cfg::KC < kp ? Cfg::KC : kp;
+  const int64_t ncFit = kYBlockElements / kcMax / Cfg::NR * Cfg::NR;
+  return ncFit < Cfg::NR ? Cfg::NR : ncFit > ncMax ? ncMax : ncFit;
 }
 
+// xPre: X of every group packed whole (convPrepackX's layout), or null to pack it per block.
 template <class Cfg, Elem EX, Elem EY>
-void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+               const typename Cfg::PackT* xPre) {
   using PackT = typename Cfg::PackT;
   constexpr int MR = Cfg::MR, NR = Cfg::NR, P = Cfg::kPair;
   static thread_local GemmScratch<Cfg> scratch;
@@ -101,37 +134,41 @@ void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_
   float* c = g.c + gi * g.gc;
   const int64_t kp = (g.k + P - 1) / P * P, mp = (i1 - i0 + MR - 1) / MR * MR, np = (j1 - j0 + NR - 1) / NR * NR;
   const int64_t kcMax = Cfg::KC < kp ? Cfg::KC : kp, mcMax = Cfg::MC < mp ? Cfg::MC : mp, ncMax = Cfg::NC < np ? Cfg::NC : np;
-  PackT* ap = static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
-  // Unlike the GEMM's B (read along its rows), Y is gathered: an L2-sized block of it keeps
-  // both the gather's reads and the packed panels in L2.
-  constexpr int64_t kYBlockElements = 64 * 1024;
-  const int64_t ncFit = kYBlockElements / kcMax / NR * NR;
-  const int64_t ncBlock = ncFit < NR ? NR : ncFit > ncMax ? ncMax : ncFit;
+  PackT* ap = xPre ? nullptr : static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
+  if (xPre) xPre += gi * ((g.m + MR - 1) / MR) * kp * MR;
+  const int64_t ncBlock = convColumnBlock<Cfg>(kp, ncMax);
+  // K in equal blocks of at most KC (576 = 2 x 288, not 512 + 64: a short block pays C's loads
+  // and stores for little work).
+  const int64_t kBlocks = (kp + Cfg::KC - 1) / Cfg::KC, kcBlock = ((kp + kBlocks - 1) / kBlocks + P - 1) / P * P;
   PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncBlock * kcMax));
   for (int64_t jc = j0; jc < j1; jc += ncBlock) {
     const int64_t nc = j1 - jc < ncBlock ? j1 - jc : ncBlock;
-    for (int64_t pc = 0; pc < g.k; pc += Cfg::KC) {
-      const int64_t kc = g.k - pc < Cfg::KC ? g.k - pc : Cfg::KC;
+    for (int64_t pc = 0; pc < g.k; pc += kcBlock) {
+      const int64_t kc = g.k - pc < kcBlock ? g.k - pc : kcBlock;
       const int64_t kcp = (kc + P - 1) / P * P;
       convPackY<Cfg, EY>(g, y, pc, kc, jc, nc, bp);
       for (int64_t ic = i0; ic < i1; ic += Cfg::MC) {
         const int64_t mc = i1 - ic < Cfg::MC ? i1 - ic : Cfg::MC;
-        convPackX<Cfg, EX>(g, x, ic, mc, pc, kc, ap);
+        // Tile ir's panel: in the block packed here, or in X packed whole (panels kp deep).
+        const PackT* xBlock = xPre ? xPre + (ic / MR) * kp * MR + pc * MR : ap;
+        const int64_t xPanel = xPre ? kp * MR : kcp * MR;
+        if (!xPre) convPackX<Cfg, EX>(g, x, ic, mc, pc, kc, ap);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int nr = static_cast<int>(nc - jr < NR ? nc - jr : NR);
           const int64_t j = jc + jr;
           int64_t colStep;
-          const bool colsRegular = regularStep(g.cCol + j, nr, colStep);
+          const bool colsRegular = regularStep(g.cCol + j, int64_t(nr), colStep);
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int mr = static_cast<int>(mc - ir < MR ? mc - ir : MR);
             const int64_t i = ic + ir;
             int64_t rowStep;
-            if (colsRegular && regularStep(g.cRow + i, mr, rowStep)) {
-              Cfg::micro(kcp / P, ap + ir * kcp, bp + jr * kcp, c + g.cRow[i] + g.cCol[j], rowStep, colStep, mr, nr);
+            if (colsRegular && regularStep(g.cRow + i, int64_t(mr), rowStep)) {
+              Cfg::micro(kcp / P, xBlock + (ir / MR) * xPanel, bp + jr * kcp, c + g.cRow[i] + g.cCol[j], rowStep, colStep, mr,
+                         nr);
               continue;
             }
             alignas(64) float tile[MR * NR] = {};
-            Cfg::micro(kcp / P, ap + ir * kcp, bp + jr * kcp, tile, NR, 1, mr, nr);
+            Cfg::micro(kcp / P, xBlock + (ir / MR) * xPanel, bp + jr * kcp, tile, NR, 1, mr, nr);
             for (int r = 0; r < mr; ++r)
               for (int q = 0; q < nr; ++q) c[g.cRow[i + r] + g.cCol[j + q]] += tile[r * NR + q];
           }
@@ -141,12 +178,40 @@ void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_
   }
 }
 
+// X of every group packed once into whole-K panels (panel p of group gi at (gi * panels + p) *
+// kp * MR), split among threads; null when it would exceed kXPackBytes or X is used by one
+// column block only (then packing per block reads it once anyway).
+template <class Cfg, Elem EX>
+const typename Cfg::PackT* convPrepackX(const ConvGemmPlan& g, int threads, Scratch& storage) {
+  using PackT = typename Cfg::PackT;
+  constexpr int MR = Cfg::MR, P = Cfg::kPair;
+  constexpr int64_t kXPackBytes = int64_t(16) << 20;
+  const int64_t kp = (g.k + P - 1) / P * P, panels = (g.m + MR - 1) / MR;
+  const int64_t bytes = g.groups * panels * kp * MR * static_cast<int64_t>(sizeof(PackT));
+  if (bytes > kXPackBytes || g.n <= convColumnBlock<Cfg>(kp, g.n)) return nullptr;
+  PackT* x = static_cast<PackT*>(storage.get(static_cast<size_t>(bytes)));
+  const int64_t units = g.groups * panels;
+  auto pack = [&](int64_t u) {
+    const int64_t gi = u / panels, i = (u % panels) * MR;
+    convPackX<Cfg, EX>(g, offsetPtr(g.x, EX, gi * g.gx), i, g.m - i < MR ? g.m - i : MR, 0, g.k, x + u * kp * MR);
+  };
+  if (threads <= 1 || units < 2) {
+    for (int64_t u = 0; u < units; ++u) pack(u);
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t u = 0; u < units; ++u) pack(u);
+  }
+  return x;
+}
+
 template <class Cfg, Elem EX, Elem EY>
 void convGemmTyped(const ConvGemmPlan& g, int threads) {
+  Scratch storage;
+  const typename Cfg::PackT* xPre = convPrepackX<Cfg, EX>(g, threads, storage);
   Problem shape;
   shape.batch = g.groups, shape.m = g.m, shape.n = g.n;
   splitWork(shape, threads, Cfg::MR, Cfg::NR, [&](int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    convBlock<Cfg, EX, EY>(g, gi, i0, i1, j0, j1);
+    convBlock<Cfg, EX, EY>(g, gi, i0, i1, j0, j1, xPre);
   });
 }
 
