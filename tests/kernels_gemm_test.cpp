@@ -46,6 +46,8 @@ const std::vector<Case>& smallCases() {
       {"one", {1, 1}, {1, 1}, {{1, 0}}, {}, none},
       {"m7_n17_k129", {7, 129}, {129, 17}, {{1, 0}}, {}, gemm},
       {"tails_m33_n65_k17", {33, 17}, {17, 65}, {{1, 0}}, {}, gemm},
+      // Three K blocks, the last one odd (a lone bf16 pair): A's rows packed from k0 on.
+      {"k_blocks_m9_n5_k1031", {9, 1031}, {1031, 5}, {{1, 0}}, {}, gemm},
       {"lhs_transposed", {129, 17}, {129, 33}, {{0, 0}}, {}, gemm},
       {"rhs_transposed", {17, 129}, {33, 129}, {{1, 1}}, {}, gemm},
       {"both_transposed", {129, 17}, {33, 129}, {{0, 1}}, {}, gemm},

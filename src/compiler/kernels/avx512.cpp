@@ -73,6 +73,7 @@ struct CfgBf16 {
     __m512 acc[MR][NV];
     for (int i = 0; i < MR; ++i)
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+    prefetchTile<MR, NR>(c, scm, scn);
     for (int64_t s = 0; s < steps; ++s) {
       __m512bh b[NV];
       for (int v = 0; v < NV; ++v) b[v] = (__m512bh)_mm512_loadu_si512(bp + v * 32);

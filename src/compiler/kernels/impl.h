@@ -102,6 +102,14 @@ inline void storeTile(typename V::R (&acc)[MR][NV], float* c, int64_t scm, int64
     for (int j = 0; j < nr; ++j) c[i * scm + j * scn] += tmp[i * NR + j];
 }
 
+// C's tile, fetched while the micro-kernel runs its k loop (its += at the end would wait on it).
+template <int MR, int NR>
+inline void prefetchTile(const float* c, int64_t scm, int64_t scn) {
+  if (scn != 1) return;
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; j += 16) __builtin_prefetch(c + i * scm + j, 1);
+}
+
 // The f32 outer-product micro-kernel: MR rows x NV vectors.
 template <class V, int MR, int NV>
 inline void microF32(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t scm,
@@ -109,6 +117,7 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
   typename V::R acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+  prefetchTile<MR, NV * V::W>(c, scm, scn);
   for (int64_t k = 0; k < kc; ++k) {
     typename V::R b[NV];
     for (int v = 0; v < NV; ++v) b[v] = V::load(bp + v * V::W);
@@ -130,6 +139,25 @@ void packA(const void* a, int64_t sam, int64_t sak, int64_t i0, int64_t mc, int6
   const int64_t kcp = (kc + P - 1) / P * P;
   for (int64_t ip = 0; ip < mc; ip += MR, dst += kcp * MR) {
     const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
+    if (sak == 1 && mr == MR) {
+      // k runs along A's rows: MR rows read side by side, each k step one contiguous store.
+      const void* rows[MR];
+      for (int r = 0; r < MR; ++r) rows[r] = offsetPtr(a, E, (i0 + ip + r) * sam + k0);
+      if constexpr (P == 1) {
+        for (int64_t k = 0; k < kc; ++k)
+          for (int r = 0; r < MR; ++r) dst[k * MR + r] = loadScalar<E>(rows[r], k);
+      } else {
+        const int64_t pairs = kc / 2;
+        for (int64_t q = 0; q < pairs; ++q)
+          for (int r = 0; r < MR; ++r) std::memcpy(dst + q * MR * 2 + r * 2, static_cast<const uint16_t*>(rows[r]) + 2 * q, 4);
+        if (kc & 1)
+          for (int r = 0; r < MR; ++r) {
+            dst[pairs * MR * 2 + r * 2] = static_cast<const uint16_t*>(rows[r])[kc - 1];
+            dst[pairs * MR * 2 + r * 2 + 1] = 0;
+          }
+      }
+      continue;
+    }
     if constexpr (P == 1) {
       if (sak == 1) {
         for (int r = 0; r < mr; ++r) {
