@@ -75,6 +75,40 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
   const int64_t* col = g.yCol + j0;
   const int32_t* run = g.yRun + j0;
   const int32_t* stepOf = g.yStep + j0;
+  if constexpr (P == 2) {
+    // bf16 pairs: rows k and k + 1 share the column offsets, so each run fills both halves of
+    // its pairs at once (contiguous loads and pair stores that the compiler vectorizes).
+    for (int64_t k = 0; k < kcp; k += 2) {
+      const uint16_t* r0 = static_cast<const uint16_t*>(y) + g.yK[k0 + k];
+      const uint16_t* r1 = k + 1 < kc ? static_cast<const uint16_t*>(y) + g.yK[k0 + k + 1] : nullptr;
+      for (int64_t q = 0; q < nc; q += NR) {
+        uint16_t* __restrict d = dst + q * kcp + k * NR;
+        const int nr = static_cast<int>(nc - q < NR ? nc - q : NR);
+        int j = 0;
+        while (j < nr) {
+          const int len = run[q + j] < nr - j ? run[q + j] : nr - j;
+          const int64_t at = col[q + j], step = stepOf[q + j];
+          const uint16_t* a = r0 + at;
+          const uint16_t* b = r1 ? r1 + at : nullptr;
+          uint16_t* o = d + 2 * j;
+          if (step == 1 && b) {
+            for (int t = 0; t < len; ++t) {
+              o[2 * t] = a[t];
+              o[2 * t + 1] = b[t];
+            }
+          } else {
+            for (int t = 0; t < len; ++t) {
+              o[2 * t] = a[t * step];
+              o[2 * t + 1] = b ? b[t * step] : uint16_t(0);
+            }
+          }
+          j += len;
+        }
+        for (; j < NR; ++j) d[2 * j] = d[2 * j + 1] = 0;
+      }
+    }
+    return;
+  }
   for (int64_t k = 0; k < kcp; ++k) {
     const bool live = k < kc;
     const void* row = live ? offsetPtr(y, EY, g.yK[k0 + k]) : nullptr;
