@@ -528,13 +528,14 @@ struct FigureSpec {
 std::vector<FigureSpec> figures() {
   std::vector<FigureSpec> out;
   const std::vector<std::array<int64_t, 3>> gemms = {
-      {1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {1, 4096, 4096}, {64, 4096, 4096}};
+      {1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096}, {1, 4096, 4096}, {64, 4096, 4096}, {61, 1023, 517}};
   for (const char* dtype : {"f32", "bf16"}) {
     const bool f32 = std::string(dtype) == "f32";
     for (const auto& [m, n, k] : gemms) {
       const std::string dims = std::to_string(m) + " " + std::to_string(n) + " " + std::to_string(k);
       std::string name = std::string("gemm ") + dtype + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
       if (n == 4096 && k == 4096 && m < 4096) name += " (mlp)";
+      if (m % 8 != 0 && m != 1) name += " (odd)";  // edge tiles in every dimension
       out.push_back({name, std::string("gemm ") + dtype + " " + dims, true, 2.0 * m * n * k, f32 ? 1e-4 : 1e-2,
                      {"onednn", "openblas", "torch"}});
     }
