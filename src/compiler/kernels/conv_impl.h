@@ -36,19 +36,7 @@ void convPackX(const ConvGemmPlan& g, const void* x, int64_t i0, int64_t mc, int
     if (contiguousK && mr == MR) {
       const void* rows[MR];
       for (int r = 0; r < MR; ++r) rows[r] = offsetPtr(x, EX, g.xRow[i0 + ip + r] + xk[0]);
-      if constexpr (P == 1) {
-        for (int64_t k = 0; k < kc; ++k)
-          for (int r = 0; r < MR; ++r) dst[k * MR + r] = loadScalar<EX>(rows[r], k);
-      } else {
-        const int64_t pairs = kc / 2;
-        for (int64_t q = 0; q < pairs; ++q)
-          for (int r = 0; r < MR; ++r) std::memcpy(dst + q * MR * 2 + r * 2, static_cast<const uint16_t*>(rows[r]) + 2 * q, 4);
-        if (kc & 1)
-          for (int r = 0; r < MR; ++r) {
-            dst[pairs * MR * 2 + r * 2] = raw16(rows[r], kc - 1);
-            dst[pairs * MR * 2 + r * 2 + 1] = 0;
-          }
-      }
+      packRowPanel<Cfg, EX>(rows, kc, dst);
       continue;
     }
     for (int r = 0; r < MR; ++r) {

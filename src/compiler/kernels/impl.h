@@ -131,6 +131,26 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
   storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
 }
 
+// One full MR-row panel from rows whose k is contiguous (k [0, kc) of each): the rows are read
+// side by side, each k step (bf16: each pair, copied as 4 bytes) one contiguous store.
+template <class Cfg, Elem E>
+void packRowPanel(const void* const* rows, int64_t kc, typename Cfg::PackT* __restrict dst) {
+  constexpr int MR = Cfg::MR;
+  if constexpr (Cfg::kPair == 1) {
+    for (int64_t k = 0; k < kc; ++k)
+      for (int r = 0; r < MR; ++r) dst[k * MR + r] = loadScalar<E>(rows[r], k);
+  } else {
+    const int64_t pairs = kc / 2;
+    for (int64_t q = 0; q < pairs; ++q)
+      for (int r = 0; r < MR; ++r) std::memcpy(dst + q * MR * 2 + r * 2, static_cast<const uint16_t*>(rows[r]) + 2 * q, 4);
+    if (kc & 1)
+      for (int r = 0; r < MR; ++r) {
+        dst[pairs * MR * 2 + r * 2] = static_cast<const uint16_t*>(rows[r])[kc - 1];
+        dst[pairs * MR * 2 + r * 2 + 1] = 0;
+      }
+  }
+}
+
 // Packs rows [i0, i0+mc) x k [k0, k0+kc) of A into MR-row panels: panel p holds kcp x MR (x kPair).
 template <class Cfg, Elem E>
 void packA(const void* a, int64_t sam, int64_t sak, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
@@ -140,22 +160,9 @@ void packA(const void* a, int64_t sam, int64_t sak, int64_t i0, int64_t mc, int6
   for (int64_t ip = 0; ip < mc; ip += MR, dst += kcp * MR) {
     const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ip));
     if (sak == 1 && mr == MR) {
-      // k runs along A's rows: MR rows read side by side, each k step one contiguous store.
       const void* rows[MR];
       for (int r = 0; r < MR; ++r) rows[r] = offsetPtr(a, E, (i0 + ip + r) * sam + k0);
-      if constexpr (P == 1) {
-        for (int64_t k = 0; k < kc; ++k)
-          for (int r = 0; r < MR; ++r) dst[k * MR + r] = loadScalar<E>(rows[r], k);
-      } else {
-        const int64_t pairs = kc / 2;
-        for (int64_t q = 0; q < pairs; ++q)
-          for (int r = 0; r < MR; ++r) std::memcpy(dst + q * MR * 2 + r * 2, static_cast<const uint16_t*>(rows[r]) + 2 * q, 4);
-        if (kc & 1)
-          for (int r = 0; r < MR; ++r) {
-            dst[pairs * MR * 2 + r * 2] = static_cast<const uint16_t*>(rows[r])[kc - 1];
-            dst[pairs * MR * 2 + r * 2 + 1] = 0;
-          }
-      }
+      packRowPanel<Cfg, E>(rows, kc, dst);
       continue;
     }
     if constexpr (P == 1) {
