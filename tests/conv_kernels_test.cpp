@@ -280,6 +280,8 @@ TEST(ConvKernels, TwoThreads) {
       {"split_nchw", 3, 16, 24, {20, 19}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
       {"split_nhwc_groups", 1, 16, 32, {21, 20}, {3, 3}, {2, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, true, Path::gemm},
       {"split_depthwise", 3, 32, 32, {30, 30}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 32, false, Path::direct},
+      // X packed once by both threads: 3 groups x 2 row panels, each thread's panels across a group boundary.
+      {"split_x_packed_once_groups3", 1, 192, 30, {14, 13}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 3, false, Path::gemm},
   };
   for (const Case& c : big) check(c, DType::f32, 2, "");
 }

@@ -54,7 +54,8 @@ void convPackX(const ConvGemmPlan& g, const void* x, int64_t i0, int64_t mc, int
   }
 }
 
-// Row by row of Y (a k), across all its panels: the gathers read runs of consecutive elements.
+// Row by row of Y (a k; bf16: a pair of k), across all its panels: the gathers read runs of
+// consecutive elements.
 template <class Cfg, Elem EY>
 void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
                typename Cfg::PackT* __restrict dst) {
@@ -95,41 +96,30 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
         for (; j < NR; ++j) d[2 * j] = d[2 * j + 1] = 0;
       }
     }
-    return;
-  }
-  for (int64_t k = 0; k < kcp; ++k) {
-    const bool live = k < kc;
-    const void* row = live ? offsetPtr(y, EY, g.yK[k0 + k]) : nullptr;
-    for (int64_t q = 0; q < nc; q += NR) {
-      typename Cfg::PackT* d = dst + q * kcp + (k / P) * NR * P + (k % P);
-      const int nr = static_cast<int>(nc - q < NR ? nc - q : NR);
-      int j = 0;
-      if (live) {
+  } else {
+    for (int64_t k = 0; k < kc; ++k) {
+      const void* row = offsetPtr(y, EY, g.yK[k0 + k]);
+      for (int64_t q = 0; q < nc; q += NR) {
+        float* d = dst + q * kc + k * NR;
+        const int nr = static_cast<int>(nc - q < NR ? nc - q : NR);
+        int j = 0;
         while (j < nr) {
           const int len = run[q + j] < nr - j ? run[q + j] : nr - j;
           const int64_t at = col[q + j], step = stepOf[q + j];
           if (step != 1 || len < 4) {  // strided (a stride-s convolution) or short: element by element
-            for (int t = 0; t < len; ++t) {
-              if constexpr (P == 1)
-                d[j + t] = loadScalar<EY>(row, at + t * step);
-              else
-                d[(j + t) * 2] = raw16(row, at + t * step);
-            }
-          } else if constexpr (P == 1) {
+            for (int t = 0; t < len; ++t) d[j + t] = loadScalar<EY>(row, at + t * step);
+          } else {
             // Vector copies (widening f16/bf16): a loop here becomes a memcpy call per run.
             using V = typename Cfg::V;
             float* o = d + j;
             int t = 0;
             for (; t + V::W <= len; t += V::W) V::store(o + t, loadE<V, EY>(offsetPtr(row, EY, at + t)));
             if (t < len) V::storeN(o + t, loadEN<V, EY>(offsetPtr(row, EY, at + t), len - t), len - t);
-          } else {
-            const uint16_t* s = static_cast<const uint16_t*>(row) + at;
-            for (int t = 0; t < len; ++t) d[(j + t) * 2] = s[t];
           }
           j += len;
         }
+        for (; j < NR; ++j) d[j] = 0;
       }
-      for (; j < NR; ++j) d[j * P] = 0;
     }
   }
 }
@@ -212,16 +202,24 @@ const typename Cfg::PackT* convPrepackX(const ConvGemmPlan& g, int threads, Scra
   const int64_t bytes = g.groups * panels * kp * MR * static_cast<int64_t>(sizeof(PackT));
   if (bytes > kXPackBytes || g.n <= convColumnBlock<Cfg>(kp, g.n)) return nullptr;
   PackT* x = static_cast<PackT*>(storage.get(static_cast<size_t>(bytes)));
-  const int64_t units = g.groups * panels;
-  auto pack = [&](int64_t u) {
-    const int64_t gi = u / panels, i = (u % panels) * MR;
-    convPackX<Cfg, EX>(g, offsetPtr(g.x, EX, gi * g.gx), i, g.m - i < MR ? g.m - i : MR, 0, g.k, x + u * kp * MR);
+  // Panels [u0, u1) of all groups in a row: one convPackX call per group they touch.
+  auto pack = [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1;) {
+      const int64_t gi = u / panels, p = u % panels, end = panels < p + (u1 - u) ? panels : p + (u1 - u);
+      const int64_t i = p * MR, rows = (g.m < end * MR ? g.m : end * MR) - i;
+      convPackX<Cfg, EX>(g, offsetPtr(g.x, EX, gi * g.gx), i, rows, 0, g.k, x + u * kp * MR);
+      u += end - p;
+    }
   };
+  const int64_t units = g.groups * panels;
   if (threads <= 1 || units < 2) {
-    for (int64_t u = 0; u < units; ++u) pack(u);
+    pack(0, units);
   } else {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t u = 0; u < units; ++u) pack(u);
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      pack(units * t / nt, units * (t + 1) / nt);
+    }
   }
   return x;
 }
