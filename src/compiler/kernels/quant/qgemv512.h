@@ -34,12 +34,12 @@ inline __m512i offsetTerm(__m512i aq, int offset) {
   const __m512i o = _mm512_set1_epi8(static_cast<char>(offset));
   return _mm512_sub_epi32(_mm512_setzero_si512(), dotAcc(_mm512_setzero_si512(), o, aq));
 }
-// Lanes 0..7 <- s[i], lanes 8..15 <- s[i + 1]. One permute: two broadcasting loads and a blend
+// Lanes 0..7 <- s[i0], lanes 8..15 <- s[i1]. One permute: two broadcasting loads and a blend
 // were 10-17% slower for q8_0 in cache on Zen 5.
-inline __m512 pairScale(__m512 s, int i) {
-  const __m512i base = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  return _mm512_permutexvar_ps(_mm512_add_epi32(base, _mm512_set1_epi32(i)), s);
+inline __m512 subScale(__m512 s, int i0, int i1) {
+  return _mm512_permutexvar_ps(_mm512_inserti64x4(_mm512_set1_epi32(i0), _mm256_set1_epi32(i1), 1), s);
 }
+inline __m512 pairScale(__m512 s, int i) { return subScale(s, i, i + 1); }
 // Lanes 4i..4i+3 <- s[4q + i] (q6_k: a scale per 16 weights).
 inline __m512 quadScale(__m512 s, int q) {
   const __m512i base = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
@@ -198,13 +198,29 @@ struct Wide<Q5_K> {
   static constexpr int kRows = 2;
 };
 
-// q4_k / q5_k: per super-block, sub-blocks 2j and 2j+1 (the low and high nibbles of one 32 bytes)
-// per dot; q5_k adds bit 2j / 2j+1 of qh[32] as the fifth bit.
+// q4_k / q5_k: per half super-block, the 64 bytes of quants in one register: the low nibbles are
+// sub-blocks 4h and 4h+2, the high ones 4h+1 and 4h+3, so the activations of each 128 are stored
+// in that order first (kquantActs) and two dots cover 128 weights. q5_k adds bit s of qh[32] as
+// the fifth bit of sub-block s. Broadcasting 32 bytes per 64 weights had been 10-20% slower.
+inline void kquantActs(const Act& act, int64_t k) {
+  for (int64_t i = 0; i + 128 <= k; i += 128) {
+    const __m512i a = _mm512_loadu_si512(act.q + i), b = _mm512_loadu_si512(act.q + i + 64);
+    _mm512_storeu_si512(act.q + i, _mm512_shuffle_i64x2(a, b, 0x44));
+    _mm512_storeu_si512(act.q + i + 64, _mm512_shuffle_i64x2(a, b, 0xee));
+  }
+}
+// Lanes 0..7 <- bit s0 of each qh byte (in bit 4), lanes 8..15 <- bit s1.
+inline __m512i fifthBit(__m512i qh, int s0, int s1) {
+  const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(s0)), _mm256_set1_epi16(static_cast<short>(s1)), 1);
+  return _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift), _mm512_set1_epi8(0x01)), 4);
+}
+
 template <class F, int R>
 void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
   constexpr bool kFive = std::is_same_v<F, Q5_K>;
   constexpr int kQs = kFive ? 48 : 16;  // the nibbles' offset in the block
   const int64_t nblk = p.k / 256;
+  const __m512i m = _mm512_set1_epi8(0x0f);
   __m512 acc[R];
   __m256 macc[R];
   const uint8_t* w[R];
@@ -212,31 +228,33 @@ void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
     acc[r] = _mm512_setzero_ps(), macc[r] = _mm256_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
   for (int64_t b = 0; b < nblk; ++b) {
     const __m256 da = _mm256_loadu_ps(act.d + 8 * b), sd = _mm256_loadu_ps(act.sd + 8 * b);
-    alignas(32) float fac[R][8];
+    __m512 fac[R];
     const uint8_t* blk[R];
     for (int r = 0; r < R; ++r) {
       blk[r] = w[r] + b * F::kBytes;
+      for (int at = 0; at < F::kBytes; at += 64)  // every line the block touches
+        _mm_prefetch(reinterpret_cast<const char*>(blk[r] + at + kAheadBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(blk[r] + F::kBytes - 1 + kAheadBytes), _MM_HINT_T0);
       HdrK h;
       kScales(blk[r], h);
-      _mm256_store_ps(fac[r], _mm256_mul_ps(_mm256_load_ps(h.s), da));
+      fac[r] = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_load_ps(h.s), da));
       macc[r] = _mm256_fmadd_ps(_mm256_load_ps(h.mn), sd, macc[r]);
     }
-    for (int j = 0; j < 4; ++j) {
-      const __m512i aq = _mm512_loadu_si512(act.q + 256 * b + 64 * j);
+    for (int half = 0; half < 2; ++half) {
+      const __m512i alo = _mm512_loadu_si512(act.q + 256 * b + 128 * half);
+      const __m512i ahi = _mm512_loadu_si512(act.q + 256 * b + 128 * half + 64);
       for (int r = 0; r < R; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(blk[r] + kQs + 32 * j + kAheadBytes), _MM_HINT_T0);
-        const __m512i x = _mm512_broadcast_i64x4(load32(blk[r] + kQs + 32 * j));
-        __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(x, 0xffff0000u, x, 4), _mm512_set1_epi8(0x0f));
+        const __m512i x = _mm512_loadu_si512(blk[r] + kQs + 64 * half);
+        __m512i lo = _mm512_and_si512(x, m), hi = _mm512_and_si512(_mm512_srli_epi16(x, 4), m);
         if constexpr (kFive) {
-          // Bit 2j (lower half) / 2j+1 (upper half) of each qh byte, moved to bit 4.
-          const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * j)),
-                                                   _mm256_set1_epi16(static_cast<short>(2 * j + 1)), 1);
           const __m512i qh = _mm512_broadcast_i64x4(load32(blk[r] + 16));
-          const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, shift), _mm512_set1_epi8(0x01));
-          u = _mm512_or_si512(u, _mm512_slli_epi16(bit, 4));
+          lo = _mm512_or_si512(lo, fifthBit(qh, 4 * half, 4 * half + 2));
+          hi = _mm512_or_si512(hi, fifthBit(qh, 4 * half + 1, 4 * half + 3));
         }
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(_mm512_setzero_si512(), u, aq)), pairScale(_mm512_castps256_ps512(_mm256_load_ps(fac[r])), 2 * j),
-                                 acc[r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(_mm512_setzero_si512(), lo, alo)),
+                                 subScale(fac[r], 4 * half, 4 * half + 2), acc[r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(_mm512_setzero_si512(), hi, ahi)),
+                                 subScale(fac[r], 4 * half + 1, 4 * half + 3), acc[r]);
       }
     }
   }
@@ -306,6 +324,7 @@ template <class F>
 void wideGemv(const QProblem& p, int64_t n0, int64_t n1, const Act& act) {
   constexpr int R = Wide<F>::kRows;
   if constexpr (std::is_same_v<F, Q4_0>) quadActs(act, p.k);
+  if constexpr (std::is_same_v<F, Q4_K> || std::is_same_v<F, Q5_K>) kquantActs(act, p.k);
   int64_t j = n0;
   for (; j + R <= n1; j += R) wideRows<F, R>(p, act, j);
   for (; j < n1; ++j) wideRows<F, 1>(p, act, j);
