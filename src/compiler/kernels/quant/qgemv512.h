@@ -91,11 +91,11 @@ inline __m512 q4_0Scales(const uint8_t* base, int nb) {
 
 // q4_0 takes 4 blocks per step, their 16-byte quants side by side in one register: the low
 // nibbles are elements 0..15 of each block, the high ones 16..31, so the activations of each 4
-// blocks are stored in that order first (quadActs) and one pair of dots covers 128 weights, with
+// blocks are stored in that order first (reorderActs) and one pair of dots covers 128 weights, with
 // the 4 scales spread over their lanes by one permute. Two blocks per dot (pair) had cost 14
 // vector ops per 128 weights and row against 11, and twice the loads.
-inline void quadActs(const Act& act, int64_t k) {
-  const __m512i lo = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), hi = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+// Each 128 activations (16 quadwords) in place: quadwords lo[0..7], then hi[0..7].
+inline void reorderActs(const Act& act, int64_t k, __m512i lo, __m512i hi) {
   for (int64_t i = 0; i + 128 <= k; i += 128) {
     const __m512i a = _mm512_loadu_si512(act.q + i), b = _mm512_loadu_si512(act.q + i + 64);
     _mm512_storeu_si512(act.q + i, _mm512_permutex2var_epi64(a, lo, b));
@@ -145,7 +145,8 @@ void wide32Rows(const QProblem& p, const Act& act, int64_t j0) {
   const auto quad = [&](const float (&s16)[R][16], int64_t g, int q) {
     const int8_t* ap = act.q + 32 * (g + q);
     const __m512i alo = _mm512_loadu_si512(ap), ahi = _mm512_loadu_si512(ap + 64);
-    const __m512i off = _mm512_add_epi32(offsetTerm(alo, W::kOffset), offsetTerm(ahi, W::kOffset));
+    const __m512i o = _mm512_set1_epi8(static_cast<char>(W::kOffset));
+    const __m512i off = _mm512_sub_epi32(_mm512_setzero_si512(), dotAcc(dotAcc(_mm512_setzero_si512(), o, alo), o, ahi));
     const __m512i m = _mm512_set1_epi8(0x0f);
     for (int r = 0; r < R; ++r) {
       const uint8_t* blk = w[r] + (g + q) * F::kBytes;
@@ -200,15 +201,8 @@ struct Wide<Q5_K> {
 
 // q4_k / q5_k: per half super-block, the 64 bytes of quants in one register: the low nibbles are
 // sub-blocks 4h and 4h+2, the high ones 4h+1 and 4h+3, so the activations of each 128 are stored
-// in that order first (kquantActs) and two dots cover 128 weights. q5_k adds bit s of qh[32] as
+// in that order first (reorderActs) and two dots cover 128 weights. q5_k adds bit s of qh[32] as
 // the fifth bit of sub-block s. Broadcasting 32 bytes per 64 weights had been 10-20% slower.
-inline void kquantActs(const Act& act, int64_t k) {
-  for (int64_t i = 0; i + 128 <= k; i += 128) {
-    const __m512i a = _mm512_loadu_si512(act.q + i), b = _mm512_loadu_si512(act.q + i + 64);
-    _mm512_storeu_si512(act.q + i, _mm512_shuffle_i64x2(a, b, 0x44));
-    _mm512_storeu_si512(act.q + i + 64, _mm512_shuffle_i64x2(a, b, 0xee));
-  }
-}
 // Lanes 0..7 <- bit s0 of each qh byte (in bit 4), lanes 8..15 <- bit s1.
 inline __m512i fifthBit(__m512i qh, int s0, int s1) {
   const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(s0)), _mm256_set1_epi16(static_cast<short>(s1)), 1);
@@ -323,8 +317,12 @@ void wideRows(const QProblem& p, const Act& act, int64_t j0) {
 template <class F>
 void wideGemv(const QProblem& p, int64_t n0, int64_t n1, const Act& act) {
   constexpr int R = Wide<F>::kRows;
-  if constexpr (std::is_same_v<F, Q4_0>) quadActs(act, p.k);
-  if constexpr (std::is_same_v<F, Q4_K> || std::is_same_v<F, Q5_K>) kquantActs(act, p.k);
+  // The activations are this thread's own copy (quantizeActs), reordered in place for the
+  // formats that read 128 weights per load.
+  if constexpr (std::is_same_v<F, Q4_0>)  // [b0 lo, b1 lo, b2 lo, b3 lo], [b0 hi, ..]: 16 bytes each
+    reorderActs(act, p.k, _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15));
+  if constexpr (std::is_same_v<F, Q4_K> || std::is_same_v<F, Q5_K>)  // 32-byte quarters 0, 2, then 1, 3
+    reorderActs(act, p.k, _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11), _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15));
   int64_t j = n0;
   for (; j + R <= n1; j += R) wideRows<F, R>(p, act, j);
   for (; j < n1; ++j) wideRows<F, 1>(p, act, j);
