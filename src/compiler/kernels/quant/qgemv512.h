@@ -231,7 +231,7 @@ void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
       _mm_prefetch(reinterpret_cast<const char*>(blk[r] + F::kBytes - 1 + kAheadBytes), _MM_HINT_T0);
       HdrK h;
       kScales(blk[r], h);
-      fac[r] = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_load_ps(h.s), da));
+      fac[r] = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_load_ps(h.s), da));  // lanes 8..15 unread
       macc[r] = _mm256_fmadd_ps(_mm256_load_ps(h.mn), sd, macc[r]);
     }
     for (int half = 0; half < 2; ++half) {
@@ -252,7 +252,7 @@ void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
       }
     }
   }
-  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += _mm512_reduce_add_ps(acc[r]) + hsum(macc[r]);
+  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += _mm512_reduce_add_ps(_mm512_add_ps(acc[r], _mm512_zextps256_ps512(macc[r])));
 }
 
 template <>
