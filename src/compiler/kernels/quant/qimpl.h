@@ -415,6 +415,95 @@ constexpr int64_t kGemvMaxM = 4;
 
 #if RADIX_Q_ZMM
 #include "compiler/kernels/quant/qgemv512.h"
+#else
+// q4_0, one activation row, on ymm: two blocks per step, their 16-byte quants side by side, so
+// the low nibbles are elements 0..15 of both blocks and the high ones 16..31. The activations of
+// each block pair are stored in that order first, one pair of dots covers 64 weights (the
+// generic path decodes and dots 32 at a time, with a sign fix-up), and the quants are coded
+// unsigned with -8 * sum(a) as the dots' start, computed once per step for all R rows.
+// The f16 scales of 8 blocks are read per row and group.
+inline __m256i dot2(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
+#if RADIX_Q_VNNI == 1
+  return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u0, s0), u1, s1);
+#elif RADIX_Q_VNNI == 2
+  return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u0, s0), u1, s1);
+#else
+  // 15 * 127 * 4 fits int16: the two products are summed before widening.
+  return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1)),
+                           _mm256_set1_epi16(1));
+#endif
+}
+
+template <int R>
+void q4_0PairRows(const QProblem& p, const Act& act, int64_t j0) {
+  const int64_t nblk = p.k / 32;
+  const __m256i m = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
+  __m256 acc[R];
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
+  for (int64_t g = 0; g < nblk; g += 8) {
+    const int nb = static_cast<int>(std::min<int64_t>(8, nblk - g));
+    alignas(32) float da[8] = {};
+    std::memcpy(da, act.d + g, sizeof(float) * static_cast<size_t>(nb));
+    __m256 s8[R];
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* base = w[r] + g * Q4_0::kBytes;
+      __m128i h;
+      if (nb == 8) {  // word inserts: 16-bit stores read back as one vector stall store forwarding
+        const auto at = [&](int i) {
+          uint16_t v;
+          std::memcpy(&v, base + i * Q4_0::kBytes, 2);
+          return static_cast<short>(v);
+        };
+        h = _mm_setr_epi16(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7));
+      } else {
+        alignas(16) uint16_t t[8] = {};
+        for (int i = 0; i < nb; ++i) std::memcpy(&t[i], base + i * Q4_0::kBytes, 2);
+        h = _mm_load_si128(reinterpret_cast<const __m128i*>(t));
+      }
+      s8[r] = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(da));
+    }
+    int q = 0;
+    for (; q + 2 <= nb; q += 2) {
+      const int8_t* ap = act.q + 32 * (g + q);
+      const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ap));
+      const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ap + 32));
+      const __m256i off = _mm256_sub_epi32(_mm256_setzero_si256(), dot2(eight, alo, eight, ahi));
+      const __m256i idx = _mm256_setr_epi32(q, q, q, q, q + 1, q + 1, q + 1, q + 1);
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* blk = w[r] + (g + q) * Q4_0::kBytes;
+        _mm_prefetch(reinterpret_cast<const char*>(blk + 12288), _MM_HINT_T0);
+        const __m256i x = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(blk + 2 + Q4_0::kBytes),
+                                              reinterpret_cast<const __m128i*>(blk + 2));
+        const __m256i dot = _mm256_add_epi32(
+            off, dot2(_mm256_and_si256(x, m), alo, _mm256_and_si256(_mm256_srli_epi16(x, 4), m), ahi));
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(s8[r], idx), acc[r]);
+      }
+    }
+    if (q < nb) {  // the row's last block, when nblk is odd (its activations are in plain order)
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q + 32 * (g + q)));
+      const __m256i off = _mm256_sub_epi32(_mm256_setzero_si256(), dotU8I8(eight, a));
+      for (int r = 0; r < R; ++r) {
+        const __m256i dot = _mm256_add_epi32(off, dotU8I8(nibbles16(w[r] + (g + q) * Q4_0::kBytes + 2), a));
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(s8[r], _mm256_set1_epi32(q)), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += hsum(acc[r]);
+}
+
+inline void q4_0PairGemv(const QProblem& p, int64_t n0, int64_t n1, const Act& act) {
+  // [b0 0..15, b1 0..15], [b0 16..31, b1 16..31] for each pair of blocks, in place.
+  for (int64_t i = 0; i + 64 <= p.k; i += 64) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q + i + 32));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(act.q + i), _mm256_permute2x128_si256(a, b, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(act.q + i + 32), _mm256_permute2x128_si256(a, b, 0x31));
+  }
+  int64_t j = n0;
+  for (; j + 4 <= n1; j += 4) q4_0PairRows<4>(p, act, j);
+  for (; j < n1; ++j) q4_0PairRows<1>(p, act, j);
+}
 #endif
 
 template <class F>
@@ -428,6 +517,13 @@ QPath gemv(const QProblem& p, int64_t n0, int64_t n1, bool exact) {
     if (!exact && p.m == 1) {
       act = quantizeActs(p, scratch);
       wideGemv<F>(p, n0, n1, act);
+      return QPath::gemvInt8;
+    }
+#else
+  if constexpr (std::is_same_v<F, Q4_0>)
+    if (!exact && p.m == 1) {
+      act = quantizeActs(p, scratch);
+      q4_0PairGemv(p, n0, n1, act);
       return QPath::gemvInt8;
     }
 #endif
