@@ -45,6 +45,14 @@ inline __m256i expandBits(uint32_t bits) {
   const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(bits)), shuf);
   return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
+// Bit i of `bits` -> byte i: 0x10 or 0 (the fifth bit of q5_0 / q5_1 elements).
+inline __m256i fifthBits(uint32_t bits) {
+#if RADIX_Q_ZMM
+  return _mm256_maskz_mov_epi8(bits, _mm256_set1_epi8(0x10));
+#else
+  return _mm256_and_si256(expandBits(bits), _mm256_set1_epi8(0x10));
+#endif
+}
 
 // ---- Formats ----
 // kSubs sub-blocks of 32 per block; kRows weight rows per GEMV step. header() decodes the
@@ -93,8 +101,7 @@ struct Q5_0 {
   using Hdr = Hdr32;
   static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b); }
   static __m256i sub(const uint8_t* b, int) {
-    const __m256i hi = _mm256_and_si256(expandBits(load4(b + 2)), _mm256_set1_epi8(0x10));
-    return _mm256_sub_epi8(_mm256_or_si256(nibbles16(b + 6), hi), _mm256_set1_epi8(16));
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles16(b + 6), fifthBits(load4(b + 2))), _mm256_set1_epi8(16));
   }
 };
 struct Q5_1 {
@@ -103,8 +110,7 @@ struct Q5_1 {
   using Hdr = Hdr32;
   static void header(const uint8_t* b, Hdr& h) { h.s[0] = h2f(b), h.mn[0] = h2f(b + 2); }
   static __m256i sub(const uint8_t* b, int) {
-    const __m256i hi = _mm256_and_si256(expandBits(load4(b + 4)), _mm256_set1_epi8(0x10));
-    return _mm256_or_si256(nibbles16(b + 8), hi);
+    return _mm256_or_si256(nibbles16(b + 8), fifthBits(load4(b + 4)));
   }
 };
 // The 6-bit sub-scales and mins of q4_k / q5_k (12 bytes for 8 pairs), as 32-bit words:
@@ -415,85 +421,134 @@ constexpr int64_t kGemvMaxM = 4;
 
 #if RADIX_Q_ZMM
 #include "compiler/kernels/quant/qgemv512.h"
-#else
-// q4_0, one activation row, on ymm: two blocks per step, their 16-byte quants side by side, so
-// the low nibbles are elements 0..15 of both blocks and the high ones 16..31. The activations of
-// each block pair are stored in that order first, one pair of dots covers 64 weights (the
-// generic path decodes and dots 32 at a time, with a sign fix-up), and the quants are coded
-// unsigned with -8 * sum(a) as the dots' start, computed once per step for all R rows.
-// The f16 scales of 8 blocks are read per row and group.
+#endif
+
+// The nibble formats with 32-blocks (q4_0, q4_1, q5_0, q5_1), one activation row, on ymm: two
+// blocks per step, their 16-byte quants side by side, so the low nibbles are elements 0..15 of
+// both blocks and the high ones 16..31 (q5: bit j of qh the fifth bit of element j). The
+// activations of each block pair are stored in that order first, and one pair of dots covers 64
+// weights (the generic path decodes and dots 32 at a time). Signed formats are coded unsigned
+// with -offset * sum(a) as the dots' start, computed once per step for all R rows; the mins'
+// share, m * d_a * sum(q_a), is one multiply-add per 8 blocks. The f16 scales (and mins) of 8
+// blocks are read per row and group. The AVX-512 copies use it for the formats qgemv512.h lacks.
+template <class F>
+struct Pair {
+  static constexpr bool kHas = false;
+};
+template <>
+struct Pair<Q4_0> {
+  static constexpr bool kHas = true;
+  static constexpr int kQs = 2, kQh = -1, kMin = -1, kOffset = 8;
+};
+template <>
+struct Pair<Q4_1> {
+  static constexpr bool kHas = true;
+  static constexpr int kQs = 4, kQh = -1, kMin = 2, kOffset = 0;
+};
+template <>
+struct Pair<Q5_0> {
+  static constexpr bool kHas = true;
+  static constexpr int kQs = 6, kQh = 2, kMin = -1, kOffset = 16;
+};
+template <>
+struct Pair<Q5_1> {
+  static constexpr bool kHas = true;
+  static constexpr int kQs = 8, kQh = 4, kMin = 2, kOffset = 0;
+};
+
 inline __m256i dot2(__m256i u0, __m256i s0, __m256i u1, __m256i s1) {
 #if RADIX_Q_VNNI == 1
   return _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u0, s0), u1, s1);
 #elif RADIX_Q_VNNI == 2
   return _mm256_dpbusd_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u0, s0), u1, s1);
 #else
-  // 15 * 127 * 4 fits int16: the two products are summed before widening.
+  // 31 * 127 * 4 fits int16: the two products are summed before widening.
   return _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(u0, s0), _mm256_maddubs_epi16(u1, s1)),
                            _mm256_set1_epi16(1));
 #endif
 }
 
-template <int R>
-void q4_0PairRows(const QProblem& p, const Act& act, int64_t j0) {
+// The f16 values at byte `at` of blocks [0, nb) from `base` (nb <= 8; lanes past nb are 0).
+template <class F>
+inline __m256 blockHalves(const uint8_t* base, int at, int nb) {
+  const auto word = [&](int i) {
+    uint16_t v;
+    std::memcpy(&v, base + i * F::kBytes + at, 2);
+    return static_cast<short>(v);
+  };
+  __m128i h;
+  if (nb == 8) {  // word inserts: 16-bit stores read back as one vector stall store forwarding
+    h = _mm_setr_epi16(word(0), word(1), word(2), word(3), word(4), word(5), word(6), word(7));
+  } else {
+    alignas(16) short t[8] = {};
+    for (int i = 0; i < nb; ++i) t[i] = word(i);
+    h = _mm_load_si128(reinterpret_cast<const __m128i*>(t));
+  }
+  return _mm256_cvtph_ps(h);
+}
+
+template <class F, int R>
+void pair32Rows(const QProblem& p, const Act& act, int64_t j0) {
+  using P = Pair<F>;
   const int64_t nblk = p.k / 32;
-  const __m256i m = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
-  __m256 acc[R];
+  const __m256i m = _mm256_set1_epi8(0x0f), o = _mm256_set1_epi8(P::kOffset);
+  __m256 acc[R], macc[R];
   const uint8_t* w[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
+  for (int r = 0; r < R; ++r) acc[r] = macc[r] = _mm256_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
   for (int64_t g = 0; g < nblk; g += 8) {
     const int nb = static_cast<int>(std::min<int64_t>(8, nblk - g));
-    alignas(32) float da[8] = {};
+    alignas(32) float da[8] = {}, sd[8] = {};
     std::memcpy(da, act.d + g, sizeof(float) * static_cast<size_t>(nb));
+    if constexpr (P::kMin >= 0) std::memcpy(sd, act.sd + g, sizeof(float) * static_cast<size_t>(nb));
     __m256 s8[R];
     for (int r = 0; r < R; ++r) {
-      const uint8_t* base = w[r] + g * Q4_0::kBytes;
-      __m128i h;
-      if (nb == 8) {  // word inserts: 16-bit stores read back as one vector stall store forwarding
-        const auto at = [&](int i) {
-          uint16_t v;
-          std::memcpy(&v, base + i * Q4_0::kBytes, 2);
-          return static_cast<short>(v);
-        };
-        h = _mm_setr_epi16(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7));
-      } else {
-        alignas(16) uint16_t t[8] = {};
-        for (int i = 0; i < nb; ++i) std::memcpy(&t[i], base + i * Q4_0::kBytes, 2);
-        h = _mm_load_si128(reinterpret_cast<const __m128i*>(t));
-      }
-      s8[r] = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(da));
+      const uint8_t* base = w[r] + g * F::kBytes;
+      s8[r] = _mm256_mul_ps(blockHalves<F>(base, 0, nb), _mm256_load_ps(da));
+      if constexpr (P::kMin >= 0) macc[r] = _mm256_fmadd_ps(blockHalves<F>(base, P::kMin, nb), _mm256_load_ps(sd), macc[r]);
     }
     int q = 0;
     for (; q + 2 <= nb; q += 2) {
       const int8_t* ap = act.q + 32 * (g + q);
       const __m256i alo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ap));
       const __m256i ahi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ap + 32));
-      const __m256i off = _mm256_sub_epi32(_mm256_setzero_si256(), dot2(eight, alo, eight, ahi));
+      __m256i off = _mm256_setzero_si256();
+      if constexpr (P::kOffset != 0) off = _mm256_sub_epi32(off, dot2(o, alo, o, ahi));
       const __m256i idx = _mm256_setr_epi32(q, q, q, q, q + 1, q + 1, q + 1, q + 1);
       for (int r = 0; r < R; ++r) {
-        const uint8_t* blk = w[r] + (g + q) * Q4_0::kBytes;
+        const uint8_t* blk = w[r] + (g + q) * F::kBytes;
         _mm_prefetch(reinterpret_cast<const char*>(blk + 12288), _MM_HINT_T0);
-        const __m256i x = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(blk + 2 + Q4_0::kBytes),
-                                              reinterpret_cast<const __m128i*>(blk + 2));
-        const __m256i dot = _mm256_add_epi32(
-            off, dot2(_mm256_and_si256(x, m), alo, _mm256_and_si256(_mm256_srli_epi16(x, 4), m), ahi));
+        const __m256i x = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(blk + F::kBytes + P::kQs),
+                                              reinterpret_cast<const __m128i*>(blk + P::kQs));
+        __m256i lo = _mm256_and_si256(x, m), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m);
+        if constexpr (P::kQh >= 0) {
+          const uint32_t h0 = load4(blk + P::kQh), h1 = load4(blk + F::kBytes + P::kQh);
+          lo = _mm256_or_si256(lo, fifthBits((h0 & 0xffffu) | (h1 << 16)));
+          hi = _mm256_or_si256(hi, fifthBits((h0 >> 16) | (h1 & 0xffff0000u)));
+        }
+        const __m256i dot = _mm256_add_epi32(off, dot2(lo, alo, hi, ahi));
         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(s8[r], idx), acc[r]);
       }
     }
     if (q < nb) {  // the row's last block, when nblk is odd (its activations are in plain order)
       const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q + 32 * (g + q)));
-      const __m256i off = _mm256_sub_epi32(_mm256_setzero_si256(), dotU8I8(eight, a));
+      __m256i off = _mm256_setzero_si256();
+      if constexpr (P::kOffset != 0) off = _mm256_sub_epi32(off, dotU8I8(o, a));
       for (int r = 0; r < R; ++r) {
-        const __m256i dot = _mm256_add_epi32(off, dotU8I8(nibbles16(w[r] + (g + q) * Q4_0::kBytes + 2), a));
+        const uint8_t* blk = w[r] + (g + q) * F::kBytes;
+        __m256i u = nibbles16(blk + P::kQs);
+        if constexpr (P::kQh >= 0) u = _mm256_or_si256(u, fifthBits(load4(blk + P::kQh)));
+        const __m256i dot = _mm256_add_epi32(off, dotU8I8(u, a));
         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_permutevar8x32_ps(s8[r], _mm256_set1_epi32(q)), acc[r]);
       }
     }
   }
-  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += hsum(acc[r]);
+  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += hsum(_mm256_add_ps(acc[r], macc[r]));
 }
 
-inline void q4_0PairGemv(const QProblem& p, int64_t n0, int64_t n1, const Act& act) {
-  // [b0 0..15, b1 0..15], [b0 16..31, b1 16..31] for each pair of blocks, in place.
+template <class F>
+void pair32Gemv(const QProblem& p, int64_t n0, int64_t n1, const Act& act) {
+  // [b0 0..15, b1 0..15], [b0 16..31, b1 16..31] for each pair of blocks, in place (this
+  // thread's own copy, quantizeActs).
   for (int64_t i = 0; i + 64 <= p.k; i += 64) {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q + i));
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act.q + i + 32));
@@ -501,10 +556,9 @@ inline void q4_0PairGemv(const QProblem& p, int64_t n0, int64_t n1, const Act& a
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(act.q + i + 32), _mm256_permute2x128_si256(a, b, 0x31));
   }
   int64_t j = n0;
-  for (; j + 4 <= n1; j += 4) q4_0PairRows<4>(p, act, j);
-  for (; j < n1; ++j) q4_0PairRows<1>(p, act, j);
+  for (; j + 4 <= n1; j += 4) pair32Rows<F, 4>(p, act, j);
+  for (; j < n1; ++j) pair32Rows<F, 1>(p, act, j);
 }
-#endif
 
 template <class F>
 QPath gemv(const QProblem& p, int64_t n0, int64_t n1, bool exact) {
@@ -519,14 +573,13 @@ QPath gemv(const QProblem& p, int64_t n0, int64_t n1, bool exact) {
       wideGemv<F>(p, n0, n1, act);
       return QPath::gemvInt8;
     }
-#else
-  if constexpr (std::is_same_v<F, Q4_0>)
+#endif
+  if constexpr (Pair<F>::kHas)
     if (!exact && p.m == 1) {
       act = quantizeActs(p, scratch);
-      q4_0PairGemv(p, n0, n1, act);
+      pair32Gemv<F>(p, n0, n1, act);
       return QPath::gemvInt8;
     }
-#endif
   if (exact) {
     if constexpr (F::kMins) asum = blockSums(p, scratch, lds);
   } else {
