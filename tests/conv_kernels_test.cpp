@@ -64,6 +64,10 @@ const std::vector<Case>& cases() {
       {"2d_1x1_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
       {"2d_1x1_nhwc_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, true, Path::plain},
       {"2d_1x1_s2_downsample", 3, 10, 17, {9, 11}, {1, 1}, {2, 2}, {1, 1}, {}, 1, false, Path::gemm},
+      // One image: the output rows would be the batch of plain GEMMs of 6 columns; the tabled
+      // GEMM takes them. With 65 columns and 64 outputs a row, the plain GEMM keeps them.
+      {"2d_1x1_s2_one_image", 1, 10, 17, {9, 11}, {1, 1}, {2, 2}, {1, 1}, {}, 1, false, Path::gemm},
+      {"2d_1x1_s2_wide_rows", 1, 5, 64, {3, 130}, {1, 1}, {2, 2}, {1, 1}, {}, 1, false, Path::plain},
       {"2d_depthwise", 3, 11, 11, {10, 9}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 11, false, Path::direct},
       {"2d_depthwise_s2_nhwc", 1, 10, 10, {11, 12}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 10, true, Path::direct},
       {"2d_depthwise_multiplier2", 1, 5, 10, {9, 9}, {5, 3}, {1, 2}, {1, 1}, {{2, 2}, {1, 1}}, 5, false, Path::direct},

@@ -62,19 +62,24 @@ std::vector<ConvDim> mergeDims(const std::vector<ConvDim>& dims) {
 // The convolution as a plain strided GEMM (1x1 kernels, stride 1: no gather) when M, N and K
 // each collapse to one strided dim, plus at most one outer M or N dim (or the group) taken as
 // the GEMM's batch. C's unit stride goes on the GEMM's N.
+constexpr int64_t kMinSplitColumns = 64;
 bool asPlainProblem(const ConvProblem& p, Problem& q) {
   std::vector<ConvDim> roles[3] = {mergeDims(sortedBy(p.m, p.nm, &ConvDim::sc)), mergeDims(sortedBy(p.n, p.nn, &ConvDim::sc)),
                                    mergeDims(sortedBy(p.k, p.nk, &ConvDim::sb))};
   std::vector<ConvDim> batch;
+  bool split = false;  // the batch is an M or N dim that did not merge (a strided 1x1 kernel)
   if (p.group.size > 1) batch.push_back(p.group);
   ConvDim one[3];
   for (int r = 0; r < 3; ++r) {
     if (roles[r].size() > (r == 2 ? 1u : 2u)) return false;  // a reduction dim is no batch
-    if (roles[r].size() == 2) batch.push_back(roles[r].front());
+    if (roles[r].size() == 2) batch.push_back(roles[r].front()), split = true;
     if (!roles[r].empty()) one[r] = roles[r].back();
   }
   if (batch.size() > 1) return false;
   const ConvDim &m = one[0], &n = one[1], &k = one[2];
+  // A row of output positions per GEMM (1x1 stride 2: 28 columns at 56x56) would pack A again
+  // for each row and run partial tiles; the tabled GEMM takes all positions as its columns.
+  if (split && std::min(m.size, n.size) < kMinSplitColumns) return false;
   q.c = p.c, q.k = k.size;
   if (m.sc == 1 && n.sc != 1) {  // C^T = B^T A^T
     q.a = p.b, q.b = p.a, q.aType = p.bType, q.bType = p.aType;
