@@ -49,6 +49,9 @@ const std::vector<Case>& cases() {
       {"2d_k360_nchw", 1, 40, 7, {9, 8}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
       {"2d_k360_nhwc", 3, 40, 19, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, true, Path::gemm},
       {"2d_7x7_s2_stem", 1, 3, 10, {23, 21}, {7, 7}, {2, 2}, {1, 1}, {{3, 3}, {3, 3}}, 1, false, Path::gemm},
+      // Output rows of 38 positions read at stride 2: vector pairs' even elements (2 x 16 + 6, or
+      // 4 x 8 + 6), the last one next to the end of an input row.
+      {"2d_3x3_s2_wide_rows", 1, 3, 5, {5, 75}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
       {"2d_groups2", 3, 6, 10, {9, 8}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, false, Path::gemm},
       {"2d_groups3_nhwc", 1, 9, 12, {7, 9}, {3, 1}, {2, 1}, {1, 1}, {{1, 1}, {0, 0}}, 3, true, Path::gemm},
       // K = 130 * 9 = 1170: two K blocks of the AMX packing; NHWC with whole 32 x 32 C blocks.
@@ -265,16 +268,17 @@ TEST(ConvKernels, Bf16) {
   const uint64_t amx = kernels::convAmxCallCount();
   for (const char* name : {"1d_stride2_pad_dilation", "2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_k360_nchw", "2d_groups2",
                            "2d_1x1_nhwc_batch3", "2d_1x1_s2_downsample", "2d_depthwise", "3d_nhwc", "2d_k1170_nchw",
-                           "2d_whole_tiles_nhwc", "2d_k576_x_packed_once", "2d_k567_groups2_x_packed_once"})
+                           "2d_whole_tiles_nhwc", "2d_k576_x_packed_once", "2d_k567_groups2_x_packed_once",
+                           "2d_3x3_s2_wide_rows"})
     check(named(name), DType::bf16, 1, "");
-  // On an AMX host the tabled GEMMs above (8 of them) ran on the tiles.
-  if (kernels::hostIsa() == kernels::Isa::amx) EXPECT_GE(kernels::convAmxCallCount(), amx + 8);
+  // On an AMX host the tabled GEMMs above (9 of them) ran on the tiles.
+  if (kernels::hostIsa() == kernels::Isa::amx) EXPECT_GE(kernels::convAmxCallCount(), amx + 9);
 }
 
 TEST(ConvKernels, LowerTargets) {
   const std::vector<Target> ts = targets();
   for (size_t t = 1; t < ts.size(); ++t)
-    for (const char* name : {"2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_1x1_batch3", "2d_depthwise", "3d"})
+    for (const char* name : {"2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_1x1_batch3", "2d_depthwise", "3d", "2d_3x3_s2_wide_rows"})
       check(named(name), DType::f32, 1, ts[t].cpu);
 }
 

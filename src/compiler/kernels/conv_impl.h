@@ -80,13 +80,17 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
           const uint16_t* a = r0 + at;
           const uint16_t* b = r1 ? r1 + at : nullptr;
           uint16_t* o = d + 2 * j;
+          int t0 = 0;
+          if constexpr (requires(const uint16_t* s, uint16_t* o) { Cfg::interleaveEven(s, s, o); })
+            if (step == 2 && b)
+              for (; t0 + 16 <= len; t0 += 16) Cfg::interleaveEven(a + 2 * t0, b + 2 * t0, o + 2 * t0);
           if (step == 1 && b) {
             for (int t = 0; t < len; ++t) {
               o[2 * t] = a[t];
               o[2 * t + 1] = b[t];
             }
           } else {
-            for (int t = 0; t < len; ++t) {
+            for (int t = t0; t < len; ++t) {
               o[2 * t] = a[t * step];
               o[2 * t + 1] = b ? b[t * step] : uint16_t(0);
             }
@@ -106,11 +110,22 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
         while (j < nr) {
           const int len = run[q + j] < nr - j ? run[q + j] : nr - j;
           const int64_t at = col[q + j], step = stepOf[q + j];
+          using V = typename Cfg::V;
+          if (EY == Elem::f32 && step == 2 && len >= V::W) {  // stride 2: even elements of vector pairs
+            if constexpr (requires(const float* s) { V::loadEven(s); }) {
+              const float* src = static_cast<const float*>(row) + at;
+              float* o = d + j;
+              int t = 0;
+              for (; t + V::W <= len; t += V::W) V::store(o + t, V::loadEven(src + 2 * t));
+              for (; t < len; ++t) o[t] = src[2 * t];
+              j += len;
+              continue;
+            }
+          }
           if (step != 1 || len < 4) {  // strided (a stride-s convolution) or short: element by element
             for (int t = 0; t < len; ++t) d[j + t] = loadScalar<EY>(row, at + t * step);
           } else {
             // Vector copies (widening f16/bf16): a loop here becomes a memcpy call per run.
-            using V = typename Cfg::V;
             float* o = d + j;
             int t = 0;
             for (; t + V::W <= len; t += V::W) V::store(o + t, loadE<V, EY>(offsetPtr(row, EY, at + t)));

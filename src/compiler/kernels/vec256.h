@@ -15,6 +15,12 @@ struct V256 {
   static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
   static void storeN(float* p, R v, int n) { _mm256_maskstore_ps(p, mask(n), v); }
   static R set1(float x) { return _mm256_set1_ps(x); }
+  // p[0], p[2], .., p[2W - 2]: never reads p[2W - 1].
+  static R loadEven(const float* p) {
+    const __m256 lo = _mm256_loadu_ps(p), hi = _mm256_maskload_ps(p + W, mask(W - 1));
+    const __m256 even = _mm256_shuffle_ps(lo, hi, 0x88);  // lanes: lo 0 2 hi 0 2 | lo 4 6 hi 4 6
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8));
+  }
   static R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
   static R add(R a, R b) { return _mm256_add_ps(a, b); }
   static float sum(R v) {

@@ -13,6 +13,11 @@ struct V512 {
   static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
   static void storeN(float* p, R v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
   static R set1(float x) { return _mm512_set1_ps(x); }
+  // p[0], p[2], .., p[2W - 2]: never reads p[2W - 1].
+  static R loadEven(const float* p) {
+    const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_maskz_loadu_ps(0x7fff, p + W));
+  }
   static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   static R add(R a, R b) { return _mm512_add_ps(a, b); }
   static float sum(R v) { return _mm512_reduce_add_ps(v); }
