@@ -567,14 +567,17 @@ QPath gemv(const QProblem& p, int64_t n0, int64_t n1, bool exact) {
   const float* asum = nullptr;
   int64_t lds = 0;
 #if RADIX_Q_ZMM
-  if constexpr (Wide<F>::kHas)
+  constexpr bool kWide = Wide<F>::kHas;
+  if constexpr (kWide)
     if (!exact && p.m == 1) {
       act = quantizeActs(p, scratch);
       wideGemv<F>(p, n0, n1, act);
       return QPath::gemvInt8;
     }
+#else
+  constexpr bool kWide = false;
 #endif
-  if constexpr (Pair<F>::kHas)
+  if constexpr (Pair<F>::kHas && !kWide)
     if (!exact && p.m == 1) {
       act = quantizeActs(p, scratch);
       pair32Gemv<F>(p, n0, n1, act);
