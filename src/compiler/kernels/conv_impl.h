@@ -125,10 +125,14 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
           if (step != 1 || len < 4) {  // strided (a stride-s convolution) or short: element by element
             for (int t = 0; t < len; ++t) d[j + t] = loadScalar<EY>(row, at + t * step);
           } else {
-            // Vector copies (widening f16/bf16): a loop here becomes a memcpy call per run.
+            // Vector copies (widening f16/bf16). The empty asm hides o's progression: clang made
+            // the f32 loop a memcpy call per run (a run is an output row: 56 elements at 56x56).
             float* o = d + j;
             int t = 0;
-            for (; t + V::W <= len; t += V::W) V::store(o + t, loadE<V, EY>(offsetPtr(row, EY, at + t)));
+            for (; t + V::W <= len; t += V::W) {
+              V::store(o + t, loadE<V, EY>(offsetPtr(row, EY, at + t)));
+              asm("" : "+r"(o));
+            }
             if (t < len) V::storeN(o + t, loadEN<V, EY>(offsetPtr(row, EY, at + t), len - t), len - t);
           }
           j += len;
