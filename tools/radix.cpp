@@ -191,7 +191,8 @@ const Command kCommands[] = {
      "  --compute D           the activations' dtype (default: the weights' when --dtype is given)\n"
      "  --kv-type D           the KV cache's dtype (default: f16 for quantized weights with f32\n"
      "                        activations, else the activations')\n"
-     "  -r N                  repetitions per row (default 3)\n",
+     "  -r N                  timed repetitions per row (default 3), after two untimed ones\n"
+     "                        (compile or cache load, then the weights' one-time packing)\n",
      radix::cli::benchCommand},
     {"cache", "radix cache ls|clear [DIR]",
      "ls: list the compile cache's entries with sizes and ages; clear: remove them all.\n"
