@@ -28,7 +28,7 @@ uint64_t runTasks(const radix::kernels::AttentionProblem& p, int threads, Task t
   uint64_t keysRead = 0;
 #pragma omp parallel num_threads(threads) if (threads > 1) reduction(+ : keysRead)
   {
-    Work w;
+    static thread_local Work w;  // its vectors keep their capacity from call to call (a decode step calls once a layer)
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t block = blocks - 1 - t % blocks, rest = t / blocks;
@@ -177,11 +177,15 @@ struct Attention {
       for (int64_t j = 0; j < n; ++j) {
         // Decode streams the cache from memory (the weights between two layers evict it): the
         // rows kAhead keys on are asked for early.
-        if (const int64_t next = j0 + j + kAhead; next < last)
+        // Past this head's last key, the next key head's first ones (the next task, in decode).
+        if (const int64_t next = j0 + j + kAhead; next < last || (!wide && kh + 1 < p.hk)) {
+          const int64_t kAt = next < last ? kBase + next * p.kStride[3] : kBase + p.kStride[2] + (next - last) * p.kStride[3];
+          const int64_t vAt = next < last ? vBase + next * p.vStride[3] : vBase + p.vStride[2] + (next - last) * p.vStride[3];
           for (int64_t o = 0; o < rowBytes; o += 64) {
-            __builtin_prefetch(static_cast<const char*>(p.k) + (kBase + next * p.kStride[3]) * es + o);
-            __builtin_prefetch(static_cast<const char*>(p.v) + (vBase + next * p.vStride[3]) * es + o);
+            __builtin_prefetch(static_cast<const char*>(p.k) + kAt * es + o);
+            __builtin_prefetch(static_cast<const char*>(p.v) + vAt * es + o);
           }
+        }
         if (kInPlace) {
           krow[j] = static_cast<const float*>(p.k) + kBase + (j0 + j) * p.kStride[3];
         } else {
