@@ -46,7 +46,7 @@ struct Attention {
   typedef int32_t I __attribute__((vector_size(W * 4), aligned(4)));
   typedef uint16_t H __attribute__((vector_size(W * 2), aligned(2)));
   static constexpr int64_t kKeys = 64;  // keys per block, a multiple of W
-  static constexpr int64_t kAhead = 8;  // keys prefetched ahead
+  static constexpr int64_t kAhead = 16;  // keys prefetched ahead
   static constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
   static F load(const float* p) {
