@@ -168,9 +168,7 @@ void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_
   PackT* ap = xPre ? nullptr : static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
   if (xPre) xPre += gi * ((g.m + MR - 1) / MR) * kp * MR;
   const int64_t ncBlock = convColumnBlock<Cfg>(kp, ncMax);
-  // K in equal blocks of at most KC (576 = 2 x 288, not 512 + 64: a short block pays C's loads
-  // and stores for little work).
-  const int64_t kBlocks = (kp + Cfg::KC - 1) / Cfg::KC, kcBlock = ((kp + kBlocks - 1) / kBlocks + P - 1) / P * P;
+  const int64_t kcBlock = kBlockOf<Cfg>(g.k);
   PackT* bp = static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncBlock * kcMax));
   for (int64_t jc = j0; jc < j1; jc += ncBlock) {
     const int64_t nc = j1 - jc < ncBlock ? j1 - jc : ncBlock;

@@ -305,6 +305,16 @@ constexpr int32_t packedLayout() {
   return (Cfg::NR << 8) | (Cfg::kPair << 4) | static_cast<int32_t>(sizeof(typename Cfg::PackT));
 }
 
+// K in equal blocks of at most Cfg::KC, a multiple of kPair (576 = 2 x 288 and 517 = 259 + 258,
+// not 512 + 64 and 512 + 5: a short block pays C's loads and stores and a packing pass for
+// little work).
+template <class Cfg>
+int64_t kBlockOf(int64_t k) {
+  constexpr int P = Cfg::kPair;
+  const int64_t kp = (k + P - 1) / P * P, blocks = (kp + Cfg::KC - 1) / Cfg::KC;
+  return ((kp + blocks - 1) / blocks + P - 1) / P * P;
+}
+
 template <class Cfg, Elem EA, Elem EB>
 void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
                const typename Cfg::PackT* pre) {
@@ -322,11 +332,11 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
   PackT* bp = pre ? nullptr : static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncMax * kcMax));
   // B is packed row by row across whole KC x NC blocks: reading B along long runs of its rows
   // (16 KB for f32) is what keeps small-M products (few tiles per B element) near peak.
-  const int64_t ncBlock = Cfg::NC;
+  const int64_t ncBlock = Cfg::NC, kcBlock = kBlockOf<Cfg>(p.k);
   for (int64_t jc = j0; jc < j1; jc += ncBlock) {
     const int64_t nc = std::min<int64_t>(ncBlock, j1 - jc);
-    for (int64_t pc = 0; pc < p.k; pc += Cfg::KC) {
-      const int64_t kc = std::min<int64_t>(Cfg::KC, p.k - pc);
+    for (int64_t pc = 0; pc < p.k; pc += kcBlock) {
+      const int64_t kc = std::min<int64_t>(kcBlock, p.k - pc);
       const int64_t kcp = (kc + P - 1) / P * P;
       const PackT* bk = bp;
       int64_t panel = kcp * NR;
