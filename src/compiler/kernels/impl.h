@@ -532,9 +532,16 @@ void gemvCols(const void* w, int64_t ldw, int64_t c0, int64_t c1, int64_t K, con
   }
 }
 
+// An ISA's own GEMV rows for bf16 W against bf16 x (k contiguous), or none.
+struct NoBf16Rows {
+  static constexpr bool kHas = false;
+  static void rows(const void*, int64_t, int64_t, int64_t, int64_t, const uint16_t*, float*, int64_t) {}
+};
+
 // One of M and N is 1: W is the other operand, read once. Returns false when neither of W's
-// strides is 1 (the GEMM path packs it).
-template <class V>
+// strides is 1 (the GEMM path packs it). bf16 W against bf16 x with k contiguous takes
+// Bf16Rows::rows where the ISA has it, x kept in bf16 and zero-padded to a multiple of 32.
+template <class V, class Bf16Rows = NoBf16Rows>
 bool gemv(const Problem& p, int threads) {
   const bool byRows = p.n == 1;  // W = A (rows m, k), x = B column; else W = B (rows n), x = A row
   const int64_t rows = byRows ? p.m : p.n;
@@ -551,13 +558,21 @@ bool gemv(const Problem& p, int threads) {
   const int64_t unit = contiguousK ? 8 : 4 * V::W;
   const int64_t units = (rows + unit - 1) / unit;
   const int nt = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, units)));
+  const bool bf16Rows = Bf16Rows::kHas && contiguousK && wType == Elem::bf16 && xType == Elem::bf16;
   auto run = [&](int t, int ntt) {
     static thread_local Scratch xs;
-    float* x = static_cast<float*>(xs.get(sizeof(float) * static_cast<size_t>(std::max<int64_t>(K, 1))));
+    float* x = static_cast<float*>(xs.get(sizeof(float) * static_cast<size_t>(std::max<int64_t>(K, 1) + 32)));
     const int64_t lo = std::min(rows, units * t / ntt * unit), hi = std::min(rows, units * (t + 1) / ntt * unit);
     if (lo >= hi) return;
     for (int64_t bi = 0; bi < p.batch; ++bi) {
       const void* xb = offsetPtr(xBase, xType, bi * sXb);
+      if (bf16Rows) {
+        uint16_t* xh = reinterpret_cast<uint16_t*>(x);  // K + 32 floats hold K rounded up to 32 halves
+        const int64_t kp = (K + 31) / 32 * 32;
+        for (int64_t k = 0; k < kp; ++k) xh[k] = k < K ? static_cast<const uint16_t*>(xb)[k * sX] : uint16_t(0);
+        Bf16Rows::rows(offsetPtr(wBase, wType, bi * sWb), sRow, lo, hi, K, xh, p.c + bi * p.scb, sY);
+        continue;
+      }
       for (int64_t k = 0; k < K; ++k) {
         switch (xType) {
           case Elem::f32: x[k] = loadScalar<Elem::f32>(xb, k * sX); break;
@@ -590,9 +605,9 @@ bool gemv(const Problem& p, int threads) {
 }
 
 // The common entry of every ISA: GEMV when one of M and N is 1, else the GEMM of Cfg.
-template <class V, class Cfg>
+template <class V, class Cfg, class Bf16Rows = NoBf16Rows>
 Path runWith(const Problem& p, int threads) {
-  if ((p.m == 1 || p.n == 1) && gemv<V>(p, threads)) return Path::gemv;
+  if ((p.m == 1 || p.n == 1) && gemv<V, Bf16Rows>(p, threads)) return Path::gemv;
   gemm<Cfg>(p, threads);
   return Path::gemm;
 }
