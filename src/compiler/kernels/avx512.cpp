@@ -68,6 +68,15 @@ struct CfgBf16 {
       d[2 * j + 1] = j < n && r1 ? r1[j] : uint16_t(0);
     }
   }
+  // d[2t] = r0[t], d[2t+1] = r1[t] for t < n <= 32 (a run of a convolution's Y); nothing past
+  // them is read or written.
+  static void interleaveN(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
+    const auto mask = [](int c) { return c >= 32 ? ~0u : (1u << c) - 1; };
+    __m512i lo, hi;
+    interleavePairs(_mm512_maskz_loadu_epi16(mask(n), r0), _mm512_maskz_loadu_epi16(mask(n), r1), lo, hi);
+    _mm512_mask_storeu_epi16(d, mask(2 * n), lo);
+    if (n > 16) _mm512_mask_storeu_epi16(d + 32, mask(2 * n - 32), hi);
+  }
   // 16 pairs of even elements: d[2t] = r0[2t], d[2t+1] = r1[2t] (a stride-2 convolution's Y).
   static void interleaveEven(const uint16_t* r0, const uint16_t* r1, uint16_t* d) {
     alignas(64) static constexpr uint16_t kIdx[32] = {0,  32, 2,  34, 4,  36, 6,  38, 8,  40, 10, 42, 12, 44, 14, 46,

@@ -85,9 +85,13 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
             if (step == 2 && b)
               for (; t0 + 16 <= len; t0 += 16) Cfg::interleaveEven(a + 2 * t0, b + 2 * t0, o + 2 * t0);
           if (step == 1 && b) {
-            for (int t = 0; t < len; ++t) {
-              o[2 * t] = a[t];
-              o[2 * t + 1] = b[t];
+            if constexpr (requires(const uint16_t* s, uint16_t* o) { Cfg::interleaveN(s, s, o, 0); }) {
+              Cfg::interleaveN(a, b, o, len);
+            } else {
+              for (int t = 0; t < len; ++t) {
+                o[2 * t] = a[t];
+                o[2 * t + 1] = b[t];
+              }
             }
           } else {
             for (int t = t0; t < len; ++t) {
