@@ -54,28 +54,26 @@ struct CfgBf16 {
   using PackT = uint16_t;
   static constexpr int MR = 8, NV = 2, NR = NV * V::W, kPair = 2;
   static constexpr int64_t MC = 192, KC = 512, NC = 4096;
-  // d[2j] = r0[j], d[2j+1] = r1[j] (0 without r1) for j < n, zero up to NR.
-  static void interleave(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
-    if (n == NR && r1) {
-      __m512i lo, hi;
-      interleavePairs(_mm512_loadu_si512(r0), _mm512_loadu_si512(r1), lo, hi);
-      _mm512_storeu_si512(d, lo);
-      _mm512_storeu_si512(d + 32, hi);
-      return;
-    }
-    for (int j = 0; j < NR; ++j) {
-      d[2 * j] = j < n ? r0[j] : uint16_t(0);
-      d[2 * j + 1] = j < n && r1 ? r1[j] : uint16_t(0);
-    }
+  static __mmask32 lanes(int n) { return n >= 32 ? ~0u : (1u << n) - 1; }
+  // The pairs (r0[t], r1[t]) for t < n <= 32 as 64 halves in lo, hi; zero past n, and in the
+  // second halves without r1. Nothing past r0[n - 1], r1[n - 1] is read.
+  static void loadPairs(const uint16_t* r0, const uint16_t* r1, int n, __m512i& lo, __m512i& hi) {
+    interleavePairs(_mm512_maskz_loadu_epi16(lanes(n), r0),
+                    r1 ? _mm512_maskz_loadu_epi16(lanes(n), r1) : _mm512_setzero_si512(), lo, hi);
   }
-  // d[2t] = r0[t], d[2t+1] = r1[t] for t < n <= 32 (a run of a convolution's Y); nothing past
-  // them is read or written.
-  static void interleaveN(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
-    const auto mask = [](int c) { return c >= 32 ? ~0u : (1u << c) - 1; };
+  // d[2j] = r0[j], d[2j+1] = r1[j] (0 without r1) for j < n, zero up to NR (a panel row of B).
+  static void interleave(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
     __m512i lo, hi;
-    interleavePairs(_mm512_maskz_loadu_epi16(mask(n), r0), _mm512_maskz_loadu_epi16(mask(n), r1), lo, hi);
-    _mm512_mask_storeu_epi16(d, mask(2 * n), lo);
-    if (n > 16) _mm512_mask_storeu_epi16(d + 32, mask(2 * n - 32), hi);
+    loadPairs(r0, r1, n, lo, hi);
+    _mm512_storeu_si512(d, lo);
+    _mm512_storeu_si512(d + 32, hi);
+  }
+  // The same for a run of a convolution's Y: nothing past the n pairs is written.
+  static void interleaveN(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
+    __m512i lo, hi;
+    loadPairs(r0, r1, n, lo, hi);
+    _mm512_mask_storeu_epi16(d, lanes(2 * n), lo);
+    if (n > 16) _mm512_mask_storeu_epi16(d + 32, lanes(2 * n - 32), hi);
   }
   // 16 pairs of even elements: d[2t] = r0[2t], d[2t+1] = r1[2t] (a stride-2 convolution's Y).
   static void interleaveEven(const uint16_t* r0, const uint16_t* r1, uint16_t* d) {

@@ -115,19 +115,13 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
           const int len = run[q + j] < nr - j ? run[q + j] : nr - j;
           const int64_t at = col[q + j], step = stepOf[q + j];
           using V = typename Cfg::V;
-          if (EY == Elem::f32 && step == 2 && len >= V::W) {  // stride 2: even elements of vector pairs
-            if constexpr (requires(const float* s) { V::loadEven(s); }) {
-              const float* src = static_cast<const float*>(row) + at;
-              float* o = d + j;
-              int t = 0;
-              for (; t + V::W <= len; t += V::W) V::store(o + t, V::loadEven(src + 2 * t));
-              for (; t < len; ++t) o[t] = src[2 * t];
-              j += len;
-              continue;
-            }
-          }
+          int t0 = 0;  // stride 2: the even elements of vector pairs first
+          if constexpr (EY == Elem::f32 && requires(const float* s) { V::loadEven(s); })
+            if (step == 2)
+              for (const float* src = static_cast<const float*>(row) + at; t0 + V::W <= len; t0 += V::W)
+                V::store(d + j + t0, V::loadEven(src + 2 * t0));
           if (step != 1 || len < 4) {  // strided (a stride-s convolution) or short: element by element
-            for (int t = 0; t < len; ++t) d[j + t] = loadScalar<EY>(row, at + t * step);
+            for (int t = t0; t < len; ++t) d[j + t] = loadScalar<EY>(row, at + t * step);
           } else {
             // Vector copies (widening f16/bf16). The empty asm hides o's progression: clang made
             // the f32 loop a memcpy call per run (a run is an output row: 56 elements at 56x56).
