@@ -1,6 +1,7 @@
-// The CUDA lowering of a bufferized module (docs/gpu.md): every linalg op becomes a kernel of one
-// thread per output element (reductions run sequentially in the thread), launched from the host
-// code, which keeps only launches, device allocations and copies. MLIR's own passes then make the
+// The CUDA lowering of a bufferized module (docs/gpu.md): contractions call cuBLASLt where the
+// runtime has it; every other linalg op (and each contraction, for when it has not) becomes a
+// kernel of one thread per output element (reductions run sequentially in the thread), launched
+// from the host code, which keeps only launches, library calls, device allocations and copies. MLIR's own passes then make the
 // cubin (those of gpu-lower-to-nvvm-pipeline: NVVM, LLVM's NVPTX back end, ptxas).
 #include "compiler/gpu.h"
 
@@ -10,12 +11,15 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "compiler/kernels/lower.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -49,6 +53,57 @@ bool touchesMemory(mlir::Operation* root) {
     if (mlir::isa<mlir::memref::LoadOp, mlir::memref::StoreOp>(op)) found = true;
   });
   return found;
+}
+
+// The zero fill of a contraction's result just before it (only pure ops between), or null: the
+// library call then overwrites the result instead of accumulating, and the fill goes with the
+// fallback.
+mlir::Operation* zeroFillBefore(mlir::linalg::GenericOp op) {
+  for (mlir::Operation* prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    if (mlir::isPure(prev)) continue;
+    auto fill = mlir::dyn_cast<mlir::linalg::GenericOp>(prev);
+    if (fill && fill.hasPureBufferSemantics() && kernels::isZeroFill(fill) &&
+        fill.getDpsInitOperand(0)->get() == op.getDpsInitOperand(0)->get())
+      return fill;
+    return nullptr;
+  }
+  return nullptr;
+}
+
+// Contractions through cuBLASLt (runtime/cublaslt.cpp): a call that answers non-zero when the
+// library cannot take the problem, and the generated kernels under an scf.if for that case.
+// Contractions with loops around the library call (strides that do not merge) keep the kernels.
+void lowerContractionsToLibrary(mlir::ModuleOp module) {
+  std::vector<mlir::linalg::GenericOp> found;
+  module.walk([&](mlir::linalg::GenericOp op) {
+    if (auto plan = kernels::planContraction(op); plan && plan->loops.empty()) found.push_back(op);
+  });
+  if (found.empty()) return;
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto i64 = b.getI64Type();
+  auto decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_cuda_contract",
+                                         b.getFunctionType(std::vector<mlir::Type>(21, i64), {b.getI32Type()}));
+  decl.setPrivate();
+  for (mlir::linalg::GenericOp op : found) {
+    const kernels::ContractionPlan plan = *kernels::planContraction(op);
+    mlir::Operation* fill = zeroFillBefore(op);
+    b.setInsertionPoint(op);
+    const mlir::Location loc = op.getLoc();
+    mlir::Value base[3], offset[3];
+    const mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
+                                     op.getDpsInitOperand(0)->get()};
+    for (int x = 0; x < 3; ++x) std::tie(base[x], offset[x]) = kernels::basePointerAndOffset(b, loc, operands[x]);
+    std::vector<mlir::Value> args = kernels::contractionCallArgs(b, loc, base, offset, plan);
+    args.push_back(mlir::arith::ConstantIntOp::create(b, loc, fill ? 0 : 1, 64));
+    const mlir::Value status = mlir::func::CallOp::create(b, loc, decl, args).getResult(0);
+    const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
+    const mlir::Value fallback = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero);
+    auto ifOp = mlir::scf::IfOp::create(b, loc, fallback, /*withElseRegion=*/false);
+    mlir::Operation* end = ifOp.thenBlock()->getTerminator();
+    if (fill) fill->moveBefore(end);
+    op->moveBefore(end);
+  }
 }
 
 // Loops of a linalg op without parallel dims (a full reduction) stay sequential: one thread of
@@ -278,6 +333,7 @@ void lowerForCuda(mlir::ModuleOp module, const std::string& target, const Pipeli
   // PTX 8.0 is the first to know sm_90a; the toolkit's ptxas (13.0) takes it.
   const std::string features = "+ptx80";
   // No canonicalization before mapping: it would fold one-iteration parallel loops into host code.
+  lowerContractionsToLibrary(module);
   runPipeline("func.func(convert-linalg-to-parallel-loops)", "cuda loops");
   wrapSequentialLoops(module);
   tileOutermostLoops(module);

@@ -17,13 +17,6 @@ namespace {
 constexpr int kAttrComputeMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrComputeMinor = 76;
 
-template <class F>
-bool bind(void* lib, const char* name, F& fn, std::string& missing) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
-  return fn != nullptr;
-}
-
 }  // namespace
 
 const Driver& driver() {

@@ -1,6 +1,8 @@
 #pragma once
 // The CUDA driver API, loaded at run time (dlopen("libcuda.so.1")): nothing links against a GPU
 // library at build time. No CUDA headers: the few types and entry points are declared here.
+#include <dlfcn.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -44,6 +46,15 @@ struct Driver {
   Result (*getErrorString)(Result, const char**) = nullptr;
 };
 
+/// Binds `fn` to the symbol `name` of a dlopen'ed library, or appends the name to `missing`.
+/// bind(lib, "cuInit", d.init, missing) -> true
+template <class F>
+bool bind(void* lib, const char* name, F& fn, std::string& missing) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
+  return fn != nullptr;
+}
+
 /// Loads the driver once per process (the library path from RADIX_LIBCUDA, else libcuda.so.1).
 const Driver& driver();
 /// "CUDA_ERROR_NO_DEVICE ..." for a result, through the driver when it has it.
@@ -68,5 +79,10 @@ std::string archName(int major, int minor);
 /// The first CUDA failure of compiled code on this thread (its mgpu* calls, runtime/cuda_abi.cpp)
 /// since the last call, and clears it; "" when none.
 std::string takeError();
+/// Keeps `what` as this thread's CUDA failure unless one is kept already (compiled code cannot
+/// throw; the runtime raises it after the call). recordError("cublasLtMatmul: ...")
+void recordError(const std::string& what);
+/// True when this thread has a CUDA failure not yet taken: compiled code's later calls do nothing.
+bool hasError();
 
 }  // namespace radix::detail::cuda

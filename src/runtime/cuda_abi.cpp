@@ -46,6 +46,12 @@ std::string takeError() {
   return e;
 }
 
+void recordError(const std::string& what) {
+  if (lastError.empty()) lastError = what;
+}
+
+bool hasError() { return !lastError.empty(); }
+
 }  // namespace radix::detail::cuda
 
 using namespace radix::detail::cuda;

@@ -2,16 +2,16 @@
 # The device check's plumbing without a GPU: the bundle is written, and radix-gpu-check, with only
 # the bundle's libraries and the fake driver, loads and runs every case. Kernels do not run on the
 # fake, so results mismatch; what must not happen is an error or a crash.
-# usage: bundle_test.sh BUILD OUT FAKE_LIBCUDA
+# usage: bundle_test.sh BUILD OUT FAKE_LIBCUDA FAKE_LIBCUBLASLT
 set -u
-build=$1 out=$2 fake=$3
+build=$1 out=$2 fake=$3 fakelt=$4
 # Compiling for sm_90a needs the CUDA toolkit's ptxas (as the compiler looks for it).
 if ! command -v ptxas > /dev/null && [ ! -x "${RADIX_CUDA_PATH:-/nonexistent}/bin/ptxas" ] && [ ! -x /usr/local/cuda/bin/ptxas ]; then
   echo "SKIP: no ptxas (the CUDA toolkit) on PATH, in \$RADIX_CUDA_PATH/bin or /usr/local/cuda/bin"
   exit 77
 fi
 sh "$(dirname "$0")/bundle.sh" "$build" "$out" || exit 1
-log=$(RADIX_LIBCUDA="$fake" LD_LIBRARY_PATH="$out/lib" "$out/bin/radix-gpu-check" "$out" 2>&1)
+log=$(RADIX_LIBCUDA="$fake" RADIX_LIBCUBLASLT="$fakelt" LD_LIBRARY_PATH="$out/lib" "$out/bin/radix-gpu-check" "$out" 2>&1)
 echo "$log"
 echo "$log" | grep -q '^device: cuda:sm_90a$' || { echo "FAIL: no device line"; exit 1; }
 echo "$log" | grep -q ' ERROR ' && { echo "FAIL: a case did not load or run"; exit 1; }

@@ -6,8 +6,17 @@
 set -u
 bundle=$1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: none"
+# cuBLASLt for the contractions: the pip package's (PyTorch's) where the loader finds none.
+if [ -z "${RADIX_LIBCUBLASLT:-}" ]; then
+  lt=$(python3 -c 'import glob, nvidia.cublas as c; print((sorted(glob.glob(list(c.__path__)[0] + "/lib/libcublasLt.so.*")) or [""])[0])' 2>/dev/null)
+  [ -n "$lt" ] && export RADIX_LIBCUBLASLT="$lt"
+fi
+echo "== contractions through cuBLASLt (${RADIX_LIBCUBLASLT:-libcublasLt.so.13 on the loader's path})"
 LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bundle/bin/radix-gpu-check" "$bundle"
 status=$?
+echo "== contractions as generated kernels (no cuBLASLt)"
+RADIX_LIBCUBLASLT=/nonexistent/libcublasLt.so LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$bundle/bin/radix-gpu-check" "$bundle" || status=1
 python3 - <<'PY' 2>&1 || true
 import time
 try:

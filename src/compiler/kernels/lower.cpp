@@ -200,34 +200,40 @@ void emitCall(mlir::linalg::GenericOp op, const Plan& plan, mlir::func::FuncOp d
     for (int x = 0; x < 3; ++x)
       if (l.s[x] != 0) offset[x] = mlir::arith::AddIOp::create(b, loc, offset[x], mlir::arith::MulIOp::create(b, loc, iv, i64(l.s[x])));
   }
-  const int64_t types = static_cast<int64_t>(plan.aType) | (static_cast<int64_t>(plan.bType) << 8);
-  std::vector<mlir::Value> args = {base[0],
-                                   offset[0],
-                                   base[1],
-                                   offset[1],
-                                   base[2],
-                                   offset[2],
-                                   i64(types),
-                                   i64(plan.batch.size),
-                                   i64(plan.m.size),
-                                   i64(plan.n.size),
-                                   i64(plan.k.size),
-                                   i64(plan.batch.s[0]),
-                                   i64(plan.m.s[0]),
-                                   i64(plan.k.s[0]),
-                                   i64(plan.batch.s[1]),
-                                   i64(plan.k.s[1]),
-                                   i64(plan.n.s[1]),
-                                   i64(plan.batch.s[2]),
-                                   i64(plan.m.s[2]),
-                                   i64(plan.n.s[2]),
-                                   i64(threads),
-                                   i64(static_cast<int64_t>(isa))};
+  std::vector<mlir::Value> args = contractionCallArgs(b, loc, base, offset, plan);
+  args.push_back(i64(threads));
+  args.push_back(i64(static_cast<int64_t>(isa)));
   mlir::func::CallOp::create(b, loc, decl, args);
   op.erase();
 }
 
 }  // namespace
+
+std::vector<mlir::Value> contractionCallArgs(mlir::OpBuilder& b, mlir::Location loc, const mlir::Value* base,
+                                             const mlir::Value* offset, const ContractionPlan& plan) {
+  auto i64 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64).getResult(); };
+  const int64_t types = static_cast<int64_t>(plan.aType) | (static_cast<int64_t>(plan.bType) << 8);
+  return {base[0],
+          offset[0],
+          base[1],
+          offset[1],
+          base[2],
+          offset[2],
+          i64(types),
+          i64(plan.batch.size),
+          i64(plan.m.size),
+          i64(plan.n.size),
+          i64(plan.k.size),
+          i64(plan.batch.s[0]),
+          i64(plan.m.s[0]),
+          i64(plan.k.s[0]),
+          i64(plan.batch.s[1]),
+          i64(plan.k.s[1]),
+          i64(plan.n.s[1]),
+          i64(plan.batch.s[2]),
+          i64(plan.m.s[2]),
+          i64(plan.n.s[2])};
+}
 
 mlir::func::FuncOp declareKernel(mlir::ModuleOp module, const char* name, unsigned args) {
   if (auto f = module.lookupSymbol<mlir::func::FuncOp>(name)) return f;
@@ -256,21 +262,26 @@ mlir::Value filledValue(mlir::Operation* op) {
   return yield->getOperand(0);
 }
 
+bool isZeroFill(mlir::Operation* op) {
+  const mlir::Value filled = filledValue(op);
+  if (!filled || op->getNumResults() != 0) return false;
+  auto generic = mlir::cast<mlir::linalg::GenericOp>(op);
+  if (!generic.getIndexingMapsArray()[0].isIdentity()) return false;
+  auto cst = filled.getDefiningOp<mlir::arith::ConstantOp>();
+  if (!cst) return false;
+  if (auto f = mlir::dyn_cast<mlir::FloatAttr>(cst.getValue())) return f.getValue().bitcastToAPInt().isZero();
+  if (auto i = mlir::dyn_cast<mlir::IntegerAttr>(cst.getValue())) return i.getValue().isZero();
+  return false;
+}
+
 int lowerZeroFillsToMemset(mlir::ModuleOp module, int threads) {
   std::vector<mlir::linalg::GenericOp> fills;
   module.walk([&](mlir::linalg::GenericOp op) {
-    const mlir::Value filled = filledValue(op);
-    if (!filled || op->getNumResults() != 0) return;
+    if (!isZeroFill(op)) return;
     auto type = mlir::dyn_cast<mlir::MemRefType>(op.getDpsInitOperand(0)->get().getType());
     if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() || type.getNumElements() == 0) return;
     if (!type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() % 8 != 0) return;
-    if (!op.getIndexingMapsArray()[0].isIdentity()) return;
-    auto cst = filled.getDefiningOp<mlir::arith::ConstantOp>();
-    if (!cst) return;
-    bool zero = false;
-    if (auto f = mlir::dyn_cast<mlir::FloatAttr>(cst.getValue())) zero = f.getValue().bitcastToAPInt().isZero();
-    if (auto i = mlir::dyn_cast<mlir::IntegerAttr>(cst.getValue())) zero = i.getValue().isZero();
-    if (zero) fills.push_back(op);
+    fills.push_back(op);
   });
   if (fills.empty()) return 0;
   mlir::func::FuncOp decl = declareKernel(module, "radix_kernel_zero", 4);

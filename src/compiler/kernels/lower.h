@@ -43,6 +43,10 @@ std::pair<mlir::Value, mlir::Value> basePointerAndOffset(mlir::OpBuilder& b, mli
 /// whose body only yields a value from outside it (a generalized linalg.fill); else null.
 mlir::Value filledValue(mlir::Operation* op);
 
+/// True for a fill (filledValue) of a whole buffer, on buffers, with a constant whose bits are all
+/// zero. isZeroFill(linalg.generic outs(%buf : memref<4x8xf32>) { yield %cst0 }) -> true
+bool isZeroFill(mlir::Operation* op);
+
 /// Replaces each zero fill of a whole contiguous buffer (a linalg.generic with no inputs that
 /// yields a constant whose bits are all zero) with a call to radix_kernel_zero (a memset).
 /// Returns how many were replaced.
@@ -80,6 +84,12 @@ struct ContractionPlan {
   ContractionDim batch, m, n, k;
   std::vector<ContractionDim> loops;
 };
+/// The operands, shape and strides of a contraction call, as radix_kernel_contract takes them
+/// (aBase, aOffset, bBase, bOffset, cBase, cOffset, types, batch, m, n, k, then the strides of A,
+/// B and C): 20 i64 values built at b's insertion point.
+/// contractionCallArgs(b, loc, {a, b, c}, {0, 0, 0}, plan of a {2,3}x{3,4} matmul) -> 20 values
+std::vector<mlir::Value> contractionCallArgs(mlir::OpBuilder& b, mlir::Location loc, const mlir::Value* base,
+                                             const mlir::Value* offset, const ContractionPlan& plan);
 /// The plan of a linalg.generic on buffers that computes C += A * B, or nullopt.
 std::optional<ContractionPlan> planContraction(mlir::Operation* op);
 /// True when the compile target has every feature of `features` ("+avx512vnni,+avx512vl").
