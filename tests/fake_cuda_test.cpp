@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -221,20 +222,27 @@ TEST(FakeCuda, ContractionFallsBackToKernels) {
 // any cuBLASLt (generated kernels).
 class FakeCudaGenerate : public ::testing::TestWithParam<bool> {};
 
-TEST_P(FakeCudaGenerate, GenerateOnTheDevice) {
-  REQUIRE_FAKE();
+// Runs the CLI on the fake driver (and cuBLASLt when `withLibrary`); its exit status and output.
+std::pair<int, std::string> runCli(const std::string& arguments, bool withLibrary = true,
+                                   const std::string& input = "") {
   const char* lt = std::getenv("RADIX_LIBCUBLASLT");
-  const std::string library = GetParam() ? (lt ? lt : "") : "/nonexistent/libcublasLt.so";
-  const std::string cmd = std::string("RADIX_CACHE_DIR=off RADIX_LIBCUDA=") + std::getenv("RADIX_LIBCUDA") +
-                          " RADIX_LIBCUBLASLT=" + library + " " + RADIX_CLI_PATH +
-                          " generate --device cuda --prompt 'In the beginning' -n 5 --temp 0 --ids 2>&1";
+  const std::string library = withLibrary ? (lt ? lt : "") : "/nonexistent/libcublasLt.so";
+  const std::string cmd = (input.empty() ? "" : "printf '" + input + "' | ") + "RADIX_CACHE_DIR=off RADIX_LIBCUDA=" +
+                          std::getenv("RADIX_LIBCUDA") + " RADIX_LIBCUBLASLT=" + library + " " + RADIX_CLI_PATH + " " +
+                          arguments + " 2>&1";
   std::string out;
   FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
+  if (!pipe) return {-1, "popen failed"};
   char buf[4096];
   while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
   const int status = pclose(pipe);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST_P(FakeCudaGenerate, GenerateOnTheDevice) {
+  REQUIRE_FAKE();
+  const auto [status, out] = runCli("generate --device cuda --prompt 'In the beginning' -n 5 --temp 0 --ids", GetParam());
+  ASSERT_EQ(status, 0) << out;
   // The ids' line (stdout) among the compile log's (stderr).
   int ids = 0;
   std::istringstream lines(out);
@@ -245,6 +253,30 @@ TEST_P(FakeCudaGenerate, GenerateOnTheDevice) {
   }
   EXPECT_EQ(ids, 5) << out;
   EXPECT_NE(out.find("generation: 5 tokens"), std::string::npos) << out;
+}
+
+// radix chat and radix bench take --device too: a greedy turn (its KV cache kept on the device)
+// and one row of each test, named after the device.
+TEST(FakeCuda, ChatAndBenchOnTheDevice) {
+  REQUIRE_FAKE();
+  radix::iotest::TempDir dir("fake-cuda-cli");
+  const std::string chatTemplate = (dir.path / "t.jinja").string();
+  std::ofstream(chatTemplate) << "{% for m in messages %}{{ m.content }}\n{% endfor %}";
+  const auto [chatStatus, chat] = runCli("chat --device cuda -n 4 --temp 0 -v --template " + chatTemplate, true, "hello\\n");
+  ASSERT_EQ(chatStatus, 0) << chat;
+  EXPECT_NE(chat.find("turn 1: 0 tokens kept in the cache"), std::string::npos) << chat;
+  EXPECT_NE(chat.find("4 generated"), std::string::npos) << chat;
+  const std::string make = std::string("/usr/bin/python3 ") + RADIX_SOURCE_DIR + "/tools/make_test_models.py " +
+                           dir.path.string() + " --size tiny --only llama-gguf > /dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  const std::string gguf = (dir.path / "llama-tiny.gguf").string();
+  const auto [benchStatus, bench] = runCli("bench --device cuda --model " + gguf + " --dtype f32 -p 16 -n 4 -r 1");
+  ASSERT_EQ(benchStatus, 0) << bench;
+  EXPECT_NE(bench.find("| cuda:0 | pp16 |"), std::string::npos) << bench;
+  EXPECT_NE(bench.find("| cuda:0 | tg4 |"), std::string::npos) << bench;
+  const auto [badStatus, bad] = runCli("bench --device gpu --model " + gguf);
+  EXPECT_EQ(badStatus, 2) << bad;
+  EXPECT_NE(bad.find("[bench] --device is cpu, cuda or cuda:N, got \"gpu\""), std::string::npos) << bad;
 }
 
 INSTANTIATE_TEST_SUITE_P(FakeCuda, FakeCudaGenerate, ::testing::Values(true, false),

@@ -28,6 +28,14 @@ DType parseDtype(std::string_view verb, std::string_view flag, std::string_view 
                    std::string(text) + "\""};
 }
 
+int parseDevice(std::string_view verb, std::string_view d) {
+  if (d == "cpu") return -1;
+  if (d == "cuda") return 0;
+  if (d.starts_with("cuda:") && d.size() > 5 && d.size() < 9 && d.find_first_not_of("0123456789", 5) == std::string_view::npos)
+    return std::stoi(std::string(d.substr(5)));
+  throw UsageError{"[" + std::string(verb) + "] --device is cpu, cuda or cuda:N, got \"" + std::string(d) + "\""};
+}
+
 Platform platformWith(int threads) {
   Platform cpu = Platform::cpu();
   // Under mpirun -np N the processes run one tensor-parallel model (docs/sharding.md); only the
@@ -55,14 +63,7 @@ bool runOption(Args& args, std::string_view flag, RunOptions& o) {
   else if (flag == "--system") o.system = std::string(args.value(flag));
   else if (flag == "--template") o.templateFile = std::string(args.value(flag));
   else if (flag == "--verbose" || flag == "-v") o.verbose = true;
-  else if (flag == "--device") {
-    const std::string_view d = args.value(flag);
-    if (d == "cpu") o.cudaDevice = -1;
-    else if (d == "cuda") o.cudaDevice = 0;
-    else if (d.starts_with("cuda:") && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string_view::npos)
-      o.cudaDevice = std::stoi(std::string(d.substr(5)));
-    else throw UsageError{"[" + args.verb + "] --device is cpu, cuda or cuda:N, got \"" + std::string(d) + "\""};
-  }
+  else if (flag == "--device") o.cudaDevice = parseDevice(args.verb, args.value(flag));
   else return false;
   return true;
 }

@@ -59,6 +59,10 @@ struct Args {
 /// "f32", "bf16" or "f16"; a UsageError naming `flag` otherwise.
 DType parseDtype(std::string_view verb, std::string_view flag, std::string_view text);
 
+/// --device's value: -1 for "cpu", N for "cuda:N" ("cuda" is 0); UsageError otherwise.
+/// parseDevice("bench", "cuda:1") -> 1
+int parseDevice(std::string_view verb, std::string_view text);
+
 /// The host CPU with `threads` threads (0: all).
 Platform platformWith(int threads);
 

@@ -180,10 +180,13 @@ int benchImpl(Args& args) {
   std::vector<DType> dtypes = {DType::f32};
   bool dtypeGiven = false;
   std::optional<DType> compute, kv;
+  int device = -1;
   while (!args.done()) {
     const std::string_view flag = args.flag();
     if (flag == "--model" || flag == "-m") {
       model = std::string(args.value(flag));
+    } else if (flag == "--device") {
+      device = cli::parseDevice("bench", args.value(flag));
     } else if (flag == "-p") {
       prompt = args.number<int64_t>(flag);
     } else if (flag == "-n") {
@@ -218,9 +221,12 @@ int benchImpl(Args& args) {
     if (!compute) compute = load.compute;
   }
 
+  // On a GPU the threads are the host's, which only launches: one row per dtype.
+  if (device >= 0) threads = {1};
+  auto platform = [&](int t) { return device >= 0 ? Platform::cuda(device) : cli::platformWith(t); };
   // The first model loads before the table starts, so that a bad path is a clean error.
   std::optional<models::LanguageModel> first =
-      models::LanguageModel::open(cli::platformWith(threads[0]), *model, {.dtype = dtypes[0], .compute = compute, .kvDtype = kv});
+      models::LanguageModel::open(platform(threads[0]), *model, {.dtype = dtypes[0], .compute = compute, .kvDtype = kv});
   if (std::max(prompt, gen) > first->maxContext())
     throw Error("[bench] -p/-n exceed the model's context of " + std::to_string(first->maxContext()));
   std::printf("| model | size | params | dtype | threads | test | t/s |\n");
@@ -232,7 +238,7 @@ int benchImpl(Args& args) {
     for (int t : threads) {
       models::LanguageModel lm =
           first ? std::move(*first)
-                : models::LanguageModel::open(cli::platformWith(t), *model, {.dtype = dtype, .compute = compute, .kvDtype = kv});
+                : models::LanguageModel::open(platform(t), *model, {.dtype = dtype, .compute = compute, .kvDtype = kv});
       first.reset();
       std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(lm.vocabSize() - 1));
       auto row = [&](const char* kind, int64_t count, auto&& once) {
@@ -250,9 +256,10 @@ int benchImpl(Args& args) {
         double mean = 0, var = 0;
         for (double x : rates) mean += x / static_cast<double>(rates.size());
         for (double x : rates) var += (x - mean) * (x - mean) / std::max<double>(1, static_cast<double>(rates.size()) - 1);
-        std::printf("| %s | %s | %s | %s | %d | %s%lld | %.2f ± %.2f |\n", modelName(lm).c_str(),
+        const std::string where = device >= 0 ? "cuda:" + std::to_string(device) : std::to_string(t);
+        std::printf("| %s | %s | %s | %s | %s | %s%lld | %.2f ± %.2f |\n", modelName(lm).c_str(),
                     sizeText(static_cast<double>(lm.weightBytes())).c_str(),
-                    paramsText(static_cast<double>(lm.parameters())).c_str(), lm.weightType().c_str(), t, kind,
+                    paramsText(static_cast<double>(lm.parameters())).c_str(), lm.weightType().c_str(), where.c_str(), kind,
                     static_cast<long long>(count), mean, std::sqrt(var));
         std::fflush(stdout);
       };

@@ -132,7 +132,8 @@ const Command kCommands[] = {
     {"chat",
      "radix chat [--model PATH] [--system TEXT] [--template FILE] [-n MAX] [-c CTX] [--temp T]\n"
      "                  [--top-k K] [--top-p P] [--seed S] [-t THREADS] [--dtype f32|bf16|f16]\n"
-     "                  [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [--verbose]",
+     "                  [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [--verbose]\n"
+     "                  [--device cpu|cuda[:N]]",
      "A conversation with the model through its chat template. On a terminal: type a message and\n"
      "Enter; Ctrl-D ends. Otherwise one message per line of stdin, one reply per line of stdout.\n"
      "The KV cache is kept between turns: each turn feeds only the new tokens.\n"
@@ -179,7 +180,7 @@ const Command kCommands[] = {
      radix::cli::compileCommand},
     {"bench",
      "radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16|f16[,..]]\n"
-     "                   [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [-r REPS]",
+     "                   [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [-r REPS] [--device cpu|cuda[:N]]",
      "Prompt processing (ppP) and generation (tgN) tokens/s as llama-bench prints them.\n"
      "  -m, --model PATH      an HF folder or a .gguf file\n"
      "  -p N                  prompt tokens (0: skip; default 512)\n"
@@ -192,7 +193,9 @@ const Command kCommands[] = {
      "  --kv-type D           the KV cache's dtype (default: f16 for quantized weights with f32\n"
      "                        activations, else the activations')\n"
      "  -r N                  timed repetitions per row (default 3), after two untimed ones\n"
-     "                        (compile or cache load, then the weights' one-time packing)\n",
+     "                        (compile or cache load, then the weights' one-time packing)\n"
+     "  --device D            cpu (default), cuda or cuda:N: on an NVIDIA GPU, the threads column\n"
+     "                        names the device (docs/gpu.md)\n",
      radix::cli::benchCommand},
     {"cache", "radix cache ls|clear [DIR]",
      "ls: list the compile cache's entries with sizes and ages; clear: remove them all.\n"
