@@ -8,6 +8,7 @@ exactly as `radix bench` prints them:
 
     /usr/bin/python3 bench/torch_llm_peer.py --arch gpt2 --dtype f32 --threads 1 -p 512 -n 128
     /usr/bin/python3 bench/torch_llm_peer.py --config MODEL_DIR/config.json --dtype bf16 --threads 2
+    python3 bench/torch_llm_peer.py --arch llama --dtype bf16 --device cuda    (on a GPU machine)
 
 Shapes come from an HF config.json (--config) or the built-in defaults: GPT-2 small (124M) and a
 Llama of about 110M (dim 768, 12 layers, 12 heads, ffn 2048, vocab 32000, tied embeddings).
@@ -138,11 +139,11 @@ def build(c, torch, nn, F):
             s = ids.shape[0]
             x = self.embed(ids)
             if c["arch"] == "gpt2":
-                x = x + self.pos(torch.arange(start, start + s))
+                x = x + self.pos(torch.arange(start, start + s, device=ids.device))
             end = start + s
             mask = None
             if s > 1:
-                mask = torch.full((s, end), float("-inf"), dtype=x.dtype).triu(start + 1)
+                mask = torch.full((s, end), float("-inf"), dtype=x.dtype, device=ids.device).triu(start + 1)
             for i, b in enumerate(self.blocks):
                 if c["arch"] == "gpt2":
                     h = b.ln_1(x)
@@ -194,6 +195,7 @@ def main():
     parser.add_argument("-n", type=int, default=128, help="decoded tokens (0: no tg test)")
     parser.add_argument("--reps", "-r", type=int, default=3)
     parser.add_argument("--no-header", action="store_true")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (the threads column then names the device)")
     args = parser.parse_args()
 
     import torch
@@ -204,15 +206,21 @@ def main():
     torch.manual_seed(0)
     c = config_of(args.arch, args.config)
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
-    model = build(c, torch, nn, F).to(dtype).eval()
+    device = torch.device(args.device)
+    model = build(c, torch, nn, F).to(dtype).to(device).eval()
     hd = c["d"] // c["heads"]
     capacity = max(args.p, args.n) + 1
     if capacity > c["positions"]:
         raise SystemExit(f"torch_llm_peer: {capacity} tokens exceed the model's {c['positions']} positions")
-    cache_k = torch.zeros(c["layers"], c["kv_heads"], capacity, hd, dtype=dtype)
+    cache_k = torch.zeros(c["layers"], c["kv_heads"], capacity, hd, dtype=dtype, device=device)
     cache_v = torch.zeros_like(cache_k)
     gen = torch.Generator().manual_seed(1)
-    prompt = torch.randint(0, c["vocab"], (max(args.p, 1),), generator=gen)
+    prompt = torch.randint(0, c["vocab"], (max(args.p, 1),), generator=gen).to(device)
+    where = args.threads if device.type == "cpu" else str(device) if device.index is not None else "cuda:0"
+
+    def sync():  # a GPU runs asynchronously: the clock stops when its work has
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
     bpp = 4 if args.dtype == "f32" else 2
     params = params_of(c)
     name = c["arch"]
@@ -236,11 +244,13 @@ def main():
             warm_up()
             rates = []
             for _ in range(max(1, args.reps)):
+                sync()
                 t0 = time.perf_counter()
                 fn()
+                sync()
                 rates.append(tokens / (time.perf_counter() - t0))
             std = statistics.stdev(rates) if len(rates) > 1 else 0.0
-            print(row(name, params * bpp, params, args.dtype, args.threads, test, statistics.mean(rates), std), flush=True)
+            print(row(name, params * bpp, params, args.dtype, where, test, statistics.mean(rates), std), flush=True)
 
 
 if __name__ == "__main__":

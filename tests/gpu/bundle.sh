@@ -8,7 +8,11 @@ set -eu
 build=$1 out=$2
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
-"$build/bin/radix-gpu-prepare" "$out"
+# The oracle models' weights (tests/oracle's tiny GPT-2 and Llama), written by the test models' script.
+models=$(mktemp -d)
+trap 'rm -rf "$models"' EXIT
+/usr/bin/python3 "$(dirname "$0")/../../tools/make_test_models.py" "$models" --size tiny --only gpt2,llama > /dev/null
+"$build/bin/radix-gpu-prepare" "$out" "$models"
 cp "$build/bin/radix-gpu-check" "$out/bin/"
 # Every library but the C library's own (libc, libm, ld.so, ...): the GPU machine's distribution
 # may lack them (libomp) or have older ones (libstdc++).
@@ -18,4 +22,7 @@ ldd "$out/bin/radix-gpu-check" | awk '/=> \// {print $3}' | while read -r lib; d
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
+# Without their symbols (libradix_runtime: 12 MB -> 4 MB), so that the bundle fits the 64 MiB
+# that the device machine's runs carry.
+strip --strip-unneeded "$out"/bin/* "$out"/lib/* 2> /dev/null || true
 du -sh "$out"

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The device check, on the GPU machine (docs/gpu.md): the cases that tests/gpu/bundle.sh compiled
 # for cuda:sm_90a on a CPU-only machine, run by the runtime library alone against the CPU's
-# results, then PyTorch's matmul on the same GPU as a peer. About a minute.
+# results (op cases, the GPT-2/Llama oracle models' steps), with contractions through cuBLASLt
+# and again as generated kernels; Radix's pp512/tg128 rows and a bf16 GEMM; then PyTorch's matmul
+# and PyTorch eager's pp512/tg128 on the same GPU as peers. A few minutes.
 # usage: tests/gpu/run.sh BUNDLE
 set -u
 bundle=$1
@@ -33,4 +35,11 @@ for (m, k, n, dt) in [(256, 384, 200, torch.float32), (4096, 4096, 4096, torch.b
     torch.cuda.synchronize(); s = (time.perf_counter() - t) / reps
     print(f"torch.matmul {m}x{k}x{n} {dt}: {s*1e3:.3f} ms, {2*m*k*n/s/1e12:.1f} TFLOP/s")
 PY
+# PyTorch eager on the same GPU, the bench models' shapes: the peer of radix-gpu-check's rows.
+for dtype in f32 bf16; do
+  for arch in llama gpt2; do
+    python3 "$(dirname "$0")/../../bench/torch_llm_peer.py" --arch $arch --dtype $dtype --device cuda -p 512 -n 128 \
+      --no-header 2>&1 || true
+  done
+done
 exit $status
