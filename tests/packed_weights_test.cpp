@@ -2,6 +2,7 @@
 // once and reused by later calls; a donated (rewritten) weight, a freed and reallocated buffer at
 // the same address, concurrent callers and the memory bound all keep the results right.
 #include <gtest/gtest.h>
+#include <radix/io.h>
 #include <radix/radix.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "compiler/kernels/packed.h"
+#include "io_testing.h"
 
 namespace {
 
@@ -64,6 +66,30 @@ TEST(PackedWeights, ConstantWeightIsPackedOnceAcrossCalls) {
   // The first call packs per block (a B seen once is not cached), the second packs B whole.
   EXPECT_EQ(s1.packs, s0.packs + 1) << "B should be packed whole by the second call only";
   EXPECT_EQ(s1.hits, s0.hits + 2);
+}
+
+struct OneWeight {
+  Tensor w;
+};
+
+// A model's weight (bound by io::loadInto) is packed whole on its first use: a prompt's first
+// chunk already reuses it, and the next call hits.
+TEST(PackedWeights, LoadedWeightIsPackedOnFirstUse) {
+  const radix::Platform cpu = platform();
+  const auto xv = randomValues(M * K, 11), wv = randomValues(K * N, 12);
+  std::string bytes(reinterpret_cast<const char*>(wv.data()), wv.size() * sizeof(float));
+  const std::string file = radix::iotest::safetensors({{"w", "F32", {K, N}, bytes}});
+  const radix::io::Checkpoint ckpt = radix::io::Checkpoint::fromSafetensorsBytes(radix::iotest::span(file), "w.safetensors");
+  OneWeight model{Tensor(Shape({K, N}, DType::f32))};
+  radix::io::loadInto(cpu, model, ckpt);
+  Tensor x = Tensor::fromValues(cpu, Shape({M, K}, DType::f32), xv);
+  auto f = radix::compile(cpu, product(), x, model.w);
+  const auto s0 = kernels::packedCacheStats();
+  expectMatmul(f(x, model.w), xv, wv);
+  const auto s1 = kernels::packedCacheStats();
+  EXPECT_EQ(s1.packs, s0.packs + 1) << "a loaded weight is packed by its first call";
+  expectMatmul(f(x, model.w), xv, wv);
+  EXPECT_EQ(kernels::packedCacheStats().hits, s1.hits + 1);
 }
 
 // A weight read by one executable, then updated in place by another (donation): the next read

@@ -242,10 +242,8 @@ int benchImpl(Args& args) {
       first.reset();
       std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(lm.vocabSize() - 1));
       auto row = [&](const char* kind, int64_t count, auto&& once) {
-        // Warm-up: the first call compiles (or loads from the disk cache); the second packs the
-        // f32/f16/bf16 weights whole into the packed-weight cache (a B is packed whole on its
-        // second use), which had made the first timed rep of pp up to 2x slower than the others.
-        once();
+        // Warm-up: the call compiles (or loads from the disk cache) and packs the f32/f16/bf16
+        // weights whole into the packed-weight cache (a loaded weight is packed on its first use).
         once();
         std::vector<double> rates;
         for (int64_t r = 0; r < reps; ++r) {

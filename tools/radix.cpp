@@ -192,8 +192,8 @@ const Command kCommands[] = {
      "  --compute D           the activations' dtype (default: the weights' when --dtype is given)\n"
      "  --kv-type D           the KV cache's dtype (default: f16 for quantized weights with f32\n"
      "                        activations, else the activations')\n"
-     "  -r N                  timed repetitions per row (default 3), after two untimed ones\n"
-     "                        (compile or cache load, then the weights' one-time packing)\n"
+     "  -r N                  timed repetitions per row (default 3), after an untimed one (compile\n"
+     "                        or cache load, and the weights' one-time packing)\n"
      "  --device D            cpu (default), cuda or cuda:N: on an NVIDIA GPU, the threads column\n"
      "                        names the device (docs/gpu.md)\n",
      radix::cli::benchCommand},

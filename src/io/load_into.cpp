@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io/io.h"
+#include "radix/detail/trace.h"
 #include "runtime/runtime.h"
 
 namespace radix::io {
@@ -216,7 +217,11 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
       if (want.isSharded(a)) x = x.withSharding({a});
     loaded[l] = x;
   }
-  for (size_t l = 0; l < leaves.size(); ++l) *leaves[l].tensor = std::move(loaded[l]);
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    // A model's weights: packed whole for the GEMM kernels on their first use (runtime.h).
+    if (const auto& b = radix::detail::TensorAccess::buffer(loaded[l]); b && b->storage) b->storage->weight = true;
+    *leaves[l].tensor = std::move(loaded[l]);
+  }
   return report;
 }
 

@@ -111,7 +111,7 @@ class PinnedArguments {
           std::find(pinned_.begin(), pinned_.end(), s) != pinned_.end())
         continue;
       s->pinned.store(true);
-      kernels::pinBuffer(s->data, s->bytes, s->generation.load());
+      kernels::pinBuffer(s->data, s->bytes, s->generation.load(), s->weight.load());
       pinned_.push_back(s);
     }
   }

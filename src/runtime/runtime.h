@@ -41,6 +41,9 @@ struct Storage {
   std::atomic<uint64_t> generation;
   /// Set once a call pinned it for the packed-weight cache: its destructor drops the packed copies.
   std::atomic<bool> pinned{false};
+  /// A model's weight (io::loadInto): the packed-weight cache packs it whole on its first use
+  /// instead of its second, which lets through buffers used once.
+  std::atomic<bool> weight{false};
   /// A fresh generation for rewritten contents; drops the packed copies of the old one.
   void renewGeneration();
 

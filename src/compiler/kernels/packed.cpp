@@ -16,6 +16,7 @@ struct Pin {
   size_t bytes = 0;
   uint64_t generation = 0;
   int count = 0;
+  bool weight = false;
 };
 
 using Key = std::tuple<const void*, uint64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t, int32_t>;
@@ -82,13 +83,14 @@ Cache& cache() {
 
 }  // namespace
 
-void pinBuffer(const void* data, size_t bytes, uint64_t generation) {
+void pinBuffer(const void* data, size_t bytes, uint64_t generation, bool weight) {
   if (!data) return;
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
   Pin& pin = c.pins[data];
   pin.bytes = bytes;
   pin.generation = generation;
+  pin.weight = weight;
   ++pin.count;
 }
 
@@ -160,12 +162,15 @@ std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t byt
     }
     auto wait = c.seen.find(key);
     if (wait == c.seen.end()) {
-      if (c.seen.size() >= 4096) c.seen.clear();
-      c.seen.emplace(key, 1);
-      return nullptr;
+      if (!pin->second.weight) {
+        if (c.seen.size() >= 4096) c.seen.clear();
+        c.seen.emplace(key, 1);
+        return nullptr;
+      }
+    } else {
+      if (wait->second-- > 1) return nullptr;
+      c.seen.erase(wait);
     }
-    if (wait->second-- > 1) return nullptr;
-    c.seen.erase(wait);
   }
   // Packed outside the lock (other GEMMs go on); two threads missing at once both pack.
   std::shared_ptr<void> data(std::aligned_alloc(64, (bytes + 63) / 64 * 64), std::free);

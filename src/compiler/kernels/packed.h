@@ -16,13 +16,15 @@ namespace radix::kernels {
 /// B of `p` packed by `pack` into `bytes` (layout: the kernel's packing id), from the cache or
 /// packed now and cached; null when B is not cacheable (not in a pinned buffer, batched B, cache
 /// off or `bytes` over its limit) or seen for the first time (packed on its second use): the
-/// caller packs per call as before. Thread-safe.
+/// caller packs per call as before; a weight's B (pinBuffer) is packed on its first use.
+/// Thread-safe.
 std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t bytes,
                                     const std::function<void(void* dst)>& pack);
 
 /// Runtime side: the buffer [data, data + bytes) of `generation` is read-only until unpinned
-/// (pins nest: one per running call that reads it).
-void pinBuffer(const void* data, size_t bytes, uint64_t generation);
+/// (pins nest: one per running call that reads it); `weight`: a model's weight, packed whole on
+/// its first use. pinBuffer(w.data, w.bytes, w.generation, true)
+void pinBuffer(const void* data, size_t bytes, uint64_t generation, bool weight = false);
 void unpinBuffer(const void* data);
 /// Drops the packed copies made from a buffer generation (its buffer was freed or written).
 void forgetGeneration(uint64_t generation);
