@@ -137,6 +137,17 @@ TEST(FakeCuda, ExecutablesLaunchKernelsOnDeviceBuffers) {
     EXPECT_EQ(y.bufferAddress(), before) << "the donated device buffer is the result's";
     expectError([&] { (void)x.toVector<float>(); }, "[toVector]", "donated");
   }
+  // A result of a host memory kind comes back in host memory: no device buffer stays with it,
+  // and a GPU executable refuses it as any host tensor.
+  {
+    Exe offload = compile(gpu, [](const Tensor& x) { return x.exp().toMemory(Memory::hostPinned); }, a);
+    const int live = fake()->liveAllocations();
+    const Tensor y = offload(a);
+    EXPECT_EQ(y.memory(), Memory::hostPinned);
+    EXPECT_EQ(fake()->liveAllocations(), live) << "the device buffer of the result was freed after its copy";
+    EXPECT_EQ(y.toVector<float>().size(), 64u * 300u);
+    expectError([&] { offload(y); }, "[exe] arg0 {64,300}:f32 is in host memory", "Platform::cuda()");
+  }
   // A failing launch is an error of the call, not a crash.
   fake()->failLaunches(1);
   expectError([&] { exe(a, w); }, "[exe] CUDA: cuLaunchKernel", "CUDA_ERROR_LAUNCH_FAILED");
