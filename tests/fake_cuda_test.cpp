@@ -25,6 +25,7 @@ using opstest::expectError;
 struct FakeDriver {
   void (*stats)(int*, int*, int*) = nullptr;
   void (*failLaunches)(int) = nullptr;
+  int (*syncs)() = nullptr;
   int launches() const {
     int l = 0, a = 0, m = 0;
     stats(&l, &a, &m);
@@ -47,7 +48,8 @@ const FakeDriver* fake() {
     FakeDriver d;
     d.stats = reinterpret_cast<void (*)(int*, int*, int*)>(dlsym(lib, "radixFakeCudaStats"));
     d.failLaunches = reinterpret_cast<void (*)(int)>(dlsym(lib, "radixFakeCudaFailLaunches"));
-    if (!d.stats || !d.failLaunches) return std::nullopt;
+    d.syncs = reinterpret_cast<int (*)()>(dlsym(lib, "radixFakeCudaSyncs"));
+    if (!d.stats || !d.failLaunches || !d.syncs) return std::nullopt;
     return d;
   }();
   return driver ? &*driver : nullptr;
@@ -111,11 +113,12 @@ TEST(FakeCuda, ExecutablesLaunchKernelsOnDeviceBuffers) {
   auto fn = [](const Tensor& x, const Tensor& y) { return x.dotGeneral(y, {{1, 0}}, {}).softmax(1); };
   Exe exe = compile(gpu, fn, a, w);
   (void)exe(a, w);  // the thread's first contraction makes its cuBLASLt workspace, kept for the thread
-  const int buffers = fake()->liveAllocations(), launched = fake()->launches();
+  const int buffers = fake()->liveAllocations(), launched = fake()->launches(), syncs = fake()->syncs();
   {
     const Tensor y = exe(a, w);
     EXPECT_EQ(y.shape(), Shape({64, 70}, DType::f32));
     EXPECT_GE(fake()->launches(), launched + 2) << "the softmax's kernels";
+    EXPECT_EQ(fake()->syncs(), syncs + 1) << "one stream in order, the host waiting once, at the end of the call";
     EXPECT_EQ(fake()->liveAllocations(), buffers + 1) << "intermediates freed, the result kept";
     EXPECT_EQ(y.toVector<float>().size(), 64u * 70u);
   }

@@ -3,6 +3,7 @@
 // It answers 1 when cuBLASLt cannot take a problem (no library, no handle, a layout or type
 // combination it lacks, no algorithm): the host code then launches the generated kernels. CUDA
 // failures are kept per thread (cuda.h's recordError) and raised by the runtime after the call.
+// It runs on the call's stream (cuda.h's callStream), in order with the call's kernels.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -252,12 +253,8 @@ int32_t radix_cuda_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64
   const Status s = l.matmul(state.handle, p.desc, &alpha, reinterpret_cast<const void*>(x), p.x,
                             reinterpret_cast<const void*>(y), p.y, &beta, reinterpret_cast<const void*>(c), p.d,
                             reinterpret_cast<void*>(c), p.d, &p.algo, reinterpret_cast<void*>(state.workspace),
-                            p.workspace, nullptr);
-  if (s != kSuccess) {
-    recordError("cublasLtMatmul: status " + std::to_string(s));
-    return 0;
-  }
-  if (const Result r = driver().streamSynchronize(nullptr); r != 0) recordError("cuStreamSynchronize: " + errorText(r));
+                            p.workspace, callStream());
+  if (s != kSuccess) recordError("cublasLtMatmul: status " + std::to_string(s));
   return 0;
 }
 

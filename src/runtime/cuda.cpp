@@ -16,6 +16,7 @@ namespace {
 
 constexpr int kAttrComputeMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrComputeMinor = 76;
+constexpr int kPoolReleaseThreshold = 4;  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
 
 }  // namespace
 
@@ -59,6 +60,12 @@ const Driver& driver() {
       out.problem = "the CUDA driver (" + path + ") lacks " + missing + ": it is older than CUDA 11";
       return out;
     }
+    std::string optional;
+    bind(lib, "cuMemAllocAsync", out.memAllocAsync, optional);
+    bind(lib, "cuMemFreeAsync", out.memFreeAsync, optional);
+    bind(lib, "cuPointerGetAttribute", out.pointerGetAttribute, optional);
+    bind(lib, "cuDeviceGetDefaultMemPool", out.deviceGetDefaultMemPool, optional);
+    bind(lib, "cuMemPoolSetAttribute", out.memPoolSetAttribute, optional);
     if (const Result r = out.init(0); r != 0) out.problem = "cuInit failed: " + errorText(r);
     return out;
   }();
@@ -110,6 +117,13 @@ const DeviceInfo& device(int index) {
   check(d.deviceGetAttribute(&info->minor, kAttrComputeMinor, dev), "cuDeviceGetAttribute");
   check(d.primaryCtxRetain(&info->context, dev), "cuDevicePrimaryCtxRetain");
   check(d.ctxSetCurrent(info->context), "cuCtxSetCurrent");
+  // Compiled code's temporaries come from the device's pool (cuMemAllocAsync): kept by the pool
+  // between calls rather than given back to the driver at each synchronization.
+  void* pool = nullptr;
+  if (d.deviceGetDefaultMemPool && d.memPoolSetAttribute && d.deviceGetDefaultMemPool(&pool, dev) == 0 && pool) {
+    uint64_t keep = UINT64_MAX;
+    (void)d.memPoolSetAttribute(pool, kPoolReleaseThreshold, &keep);
+  }
   return *devices.emplace(index, std::move(info)).first->second;
 }
 

@@ -44,6 +44,13 @@ struct Driver {
   Result (*launchKernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Stream, void**,
                          void**) = nullptr;
   Result (*getErrorString)(Result, const char**) = nullptr;
+  // Optional (null on drivers without them): stream-ordered allocation (CUDA 11.2) and the
+  // pointer query that tells host memory from device memory.
+  Result (*memAllocAsync)(DevicePtr*, size_t, Stream) = nullptr;
+  Result (*memFreeAsync)(DevicePtr, Stream) = nullptr;
+  Result (*pointerGetAttribute)(void*, int, DevicePtr) = nullptr;
+  Result (*deviceGetDefaultMemPool)(void**, Device) = nullptr;
+  Result (*memPoolSetAttribute)(void*, int, void*) = nullptr;
 };
 
 /// Binds `fn` to the symbol `name` of a dlopen'ed library, or appends the name to `missing`.
@@ -79,6 +86,15 @@ std::string archName(int major, int minor);
 /// The first CUDA failure of compiled code on this thread (its mgpu* calls, runtime/cuda_abi.cpp)
 /// since the last call, and clears it; "" when none.
 std::string takeError();
+/// Compiled code's call on `device` (runtime/cuda_abi.cpp): between beginCall and endCall, its
+/// operations go in order to one stream of this thread's, with stream-ordered allocations, and
+/// the host waits for the stream only where it reads device memory (a copy into host memory)
+/// and in endCall, which also raises nothing: failures are kept for takeError.
+/// beginCall(0); entry(args); endCall(); takeError()
+void beginCall(int device);
+void endCall();
+/// The stream of the running call on this thread; null outside a call.
+Stream callStream();
 /// Keeps `what` as this thread's CUDA failure unless one is kept already (compiled code cannot
 /// throw; the runtime raises it after the call). recordError("cublasLtMatmul: ...")
 void recordError(const std::string& what);

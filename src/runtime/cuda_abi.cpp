@@ -6,8 +6,10 @@
 // runtime to raise after the entry returns (takeError), and later calls of that entry do nothing.
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include "runtime/cuda.h"
 
@@ -27,6 +29,28 @@ bool noDriver(const char* what) {
   if (d.problem.empty()) return false;
   if (lastError.empty()) lastError = std::string(what) + ": " + d.problem;
   return true;
+}
+
+// The running call of this thread (beginCall .. endCall): its device, its stream (one per
+// thread and device, made once), whether a copy into host memory awaits a synchronization, and
+// the stream-ordered allocations it made (freed in stream order too).
+struct Call {
+  int device = -1;
+  Stream stream = nullptr;
+  bool hostCopyPending = false;
+  std::unordered_set<void*> pooled;
+};
+thread_local Call call;
+thread_local std::map<int, Stream> streams;
+
+// True when `p` is not device memory (a host buffer of the host code: a staged scalar).
+bool isHostPointer(void* p) {
+  const Driver& d = driver();
+  int type = 0;
+  if (!d.pointerGetAttribute || d.pointerGetAttribute(&type, 2 /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE */,
+                                                      reinterpret_cast<DevicePtr>(p)) != 0)
+    return true;  // pageable host memory is unknown to the driver
+  return type != 2;  // CU_MEMORYTYPE_DEVICE
 }
 
 // A kernel module as compiled code sees it: the cubin's bytes until the first launch.
@@ -51,6 +75,23 @@ void recordError(const std::string& what) {
 }
 
 bool hasError() { return !lastError.empty(); }
+
+void beginCall(int device) {
+  call.device = device;
+  call.hostCopyPending = false;
+  Stream& s = streams[device];
+  if (!s && driver().problem.empty()) failed(driver().streamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
+  call.stream = s;
+}
+
+void endCall() {
+  // What compiled code did not free (none, unless it stopped at a failure) goes back in order.
+  for (void* p : call.pooled) driver().memFreeAsync(reinterpret_cast<DevicePtr>(p), call.stream);
+  if (call.stream) failed(driver().streamSynchronize(call.stream), "cuStreamSynchronize");
+  call = Call{};
+}
+
+Stream callStream() { return call.stream; }
 
 }  // namespace radix::detail::cuda
 
@@ -93,38 +134,57 @@ void mgpuLaunchKernel(void* function, intptr_t gx, intptr_t gy, intptr_t gz, int
          "cuLaunchKernel");
 }
 
+// Within a call, every "new stream" of the host code is the call's stream: the operations keep
+// their order on it, and the host waits only where it reads what the device wrote.
 void* mgpuStreamCreate() {
   if (noDriver("creating a stream")) return nullptr;
+  if (call.stream) return call.stream;
   Stream s = nullptr;
   failed(driver().streamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");
   return s;
 }
 
 void mgpuStreamDestroy(void* stream) {
-  if (stream && driver().problem.empty()) driver().streamDestroy(stream);
+  if (stream && stream != call.stream && driver().problem.empty()) driver().streamDestroy(stream);
 }
 
 void mgpuStreamSynchronize(void* stream) {
   if (!driver().problem.empty()) return;
+  if (stream && stream == call.stream) {
+    if (!call.hostCopyPending) return;
+    call.hostCopyPending = false;
+  }
   failed(driver().streamSynchronize(stream), "cuStreamSynchronize");
 }
 
-void* mgpuMemAlloc(uint64_t bytes, void* /*stream*/, bool /*isHostShared*/) {
+void* mgpuMemAlloc(uint64_t bytes, void* stream, bool /*isHostShared*/) {
   if (noDriver("allocating device memory")) return nullptr;
   DevicePtr p = 0;
   if (bytes == 0) return nullptr;
+  if (stream && stream == call.stream && driver().memAllocAsync) {
+    if (!failed(driver().memAllocAsync(&p, bytes, stream), "cuMemAllocAsync")) call.pooled.insert(reinterpret_cast<void*>(p));
+    return reinterpret_cast<void*>(p);
+  }
   failed(driver().memAlloc(&p, bytes), "cuMemAlloc");
   return reinterpret_cast<void*>(p);
 }
 
-void mgpuMemFree(void* p, void* /*stream*/) {
-  if (p && driver().problem.empty()) driver().memFree(reinterpret_cast<DevicePtr>(p));
+void mgpuMemFree(void* p, void* stream) {
+  if (!p || !driver().problem.empty()) return;
+  if (call.pooled.erase(p)) {
+    failed(driver().memFreeAsync(reinterpret_cast<DevicePtr>(p), stream ? stream : call.stream), "cuMemFreeAsync");
+    return;
+  }
+  // Memory of the synchronous allocator may still be in use by queued work.
+  if (call.stream) failed(driver().streamSynchronize(call.stream), "cuStreamSynchronize");
+  driver().memFree(reinterpret_cast<DevicePtr>(p));
 }
 
 void mgpuMemcpy(void* dst, void* src, size_t bytes, void* stream) {
   if (!lastError.empty() || noDriver("copying device memory")) return;
   failed(driver().memcpyAsync(reinterpret_cast<DevicePtr>(dst), reinterpret_cast<DevicePtr>(src), bytes, stream),
          "cuMemcpyAsync");
+  if (stream && stream == call.stream && isHostPointer(dst)) call.hostCopyPending = true;
 }
 
 void mgpuMemset32(void* dst, unsigned value, size_t count, void* stream) {

@@ -206,10 +206,15 @@ class CpuExecutable final : public Executable {
       // Arguments the call only reads are pinned: the GEMMs may reuse B packed by earlier calls.
       PinnedArguments pins(args, sig.donations);
       ProfileScope profile(code_.profile.get());
-      if (device >= 0) (void)cuda::device(device);  // its context current on this thread
+      if (device >= 0) {
+        (void)cuda::device(device);  // its context current on this thread
+        cuda::beginCall(device);
+      }
       code_.entry(packed.data());
-      if (device >= 0)
+      if (device >= 0) {
+        cuda::endCall();
         if (const std::string failure = cuda::takeError(); !failure.empty()) throw Error("[exe] CUDA: " + failure);
+      }
     }
     for (size_t r = 0; r < outputs.size(); ++r)
       if (alias[r] >= 0) copyStorage(*outputs[r], *outputs[alias[r]], localBytes(sig.resultShapes[r]));

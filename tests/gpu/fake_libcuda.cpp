@@ -12,7 +12,7 @@
 namespace {
 std::mutex mutex;
 std::set<void*> live;
-int launches = 0, modules = 0, failLaunches = 0;
+int launches = 0, modules = 0, failLaunches = 0, syncs = 0;
 constexpr int kSuccess = 0, kInvalidValue = 1, kLaunchFailed = 719, kInvalidImage = 200;
 }  // namespace
 
@@ -26,6 +26,11 @@ void radixFakeCudaStats(int* outLaunches, int* outLiveAllocations, int* outModul
   *outModules = modules;
 }
 void radixFakeCudaFailLaunches(int fail) { failLaunches = fail; }
+// Stream synchronizations so far (the host waiting for the device).
+int radixFakeCudaSyncs() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return syncs;
+}
 
 int cuInit(unsigned) { return kSuccess; }
 int cuDeviceGetCount(int* n) {
@@ -92,7 +97,31 @@ int cuStreamCreate(void** s, unsigned) {
   return kSuccess;
 }
 int cuStreamDestroy_v2(void*) { return kSuccess; }
-int cuStreamSynchronize(void*) { return kSuccess; }
+int cuStreamSynchronize(void*) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++syncs;
+  return kSuccess;
+}
+// Stream-ordered allocation: in order on the host here, as the device would run it.
+int cuMemAllocAsync(uint64_t* p, size_t bytes, void*) { return cuMemAlloc_v2(p, bytes); }
+int cuMemFreeAsync(uint64_t p, void*) { return cuMemFree_v2(p); }
+int cuDeviceGetDefaultMemPool(void** pool, int) {
+  static int p;
+  *pool = &p;
+  return kSuccess;
+}
+int cuMemPoolSetAttribute(void*, int, void*) { return kSuccess; }
+// CU_POINTER_ATTRIBUTE_MEMORY_TYPE: device for the fake's allocations, else unknown (pageable).
+int cuPointerGetAttribute(void* data, int attribute, uint64_t p) {
+  if (attribute != 2) return kInvalidValue;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (void* block : live)
+    if (reinterpret_cast<uint64_t>(block) == p) {
+      *static_cast<unsigned*>(data) = 2;
+      return kSuccess;
+    }
+  return kInvalidValue;
+}
 int cuModuleLoadData(void** m, const void* image) {
   const auto* b = static_cast<const unsigned char*>(image);
   uint16_t machine = 0;
