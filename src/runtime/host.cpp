@@ -97,6 +97,9 @@ void copyStorage(Storage& to, const Storage& from, size_t bytes) {
   cuda::check(cuda::driver().memcpyDtoD(reinterpret_cast<cuda::DevicePtr>(to.data),
                                         reinterpret_cast<cuda::DevicePtr>(from.data), bytes),
               "cuMemcpyDtoD");
+  // A device-to-device copy does not wait for itself, and calls run on streams that do not wait
+  // for the default one: done before the next call reads it.
+  cuda::check(cuda::driver().streamSynchronize(nullptr), "cuStreamSynchronize");
 }
 
 Storage& liveStorage(const DeviceBuffer& buffer, const std::string& op, const Shape& shape) {
