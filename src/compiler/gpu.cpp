@@ -74,9 +74,9 @@ mlir::Operation* zeroFillBefore(mlir::linalg::GenericOp op) {
 // library cannot take the problem, and the generated kernels under an scf.if for that case.
 // Contractions with loops around the library call (strides that do not merge) keep the kernels.
 void lowerContractionsToLibrary(mlir::ModuleOp module) {
-  std::vector<mlir::linalg::GenericOp> found;
+  std::vector<std::pair<mlir::linalg::GenericOp, kernels::ContractionPlan>> found;
   module.walk([&](mlir::linalg::GenericOp op) {
-    if (auto plan = kernels::planContraction(op); plan && plan->loops.empty()) found.push_back(op);
+    if (auto plan = kernels::planContraction(op); plan && plan->loops.empty()) found.emplace_back(op, *plan);
   });
   if (found.empty()) return;
   mlir::OpBuilder b(module.getContext());
@@ -85,8 +85,7 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
   auto decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_cuda_contract",
                                          b.getFunctionType(std::vector<mlir::Type>(21, i64), {b.getI32Type()}));
   decl.setPrivate();
-  for (mlir::linalg::GenericOp op : found) {
-    const kernels::ContractionPlan plan = *kernels::planContraction(op);
+  for (auto& [op, plan] : found) {
     mlir::Operation* fill = zeroFillBefore(op);
     b.setInsertionPoint(op);
     const mlir::Location loc = op.getLoc();

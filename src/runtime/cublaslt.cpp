@@ -54,9 +54,11 @@ struct Lt {
   Status (*prefCreate)(Pref*) = nullptr;
   Status (*prefSet)(Pref, int, const void*, size_t) = nullptr;
   Status (*prefDestroy)(Pref) = nullptr;
-  Status (*heuristic)(Handle, Desc, Layout, Layout, Layout, Layout, Pref, int, HeuristicResult*, int*) = nullptr;
+  // Structs by void pointers: the library's own types are not these (calls through a pointer of
+  // another function type are undefined).
+  Status (*heuristic)(Handle, Desc, Layout, Layout, Layout, Layout, Pref, int, void*, int*) = nullptr;
   Status (*matmul)(Handle, Desc, const void*, const void*, Layout, const void*, Layout, const void*, const void*, Layout,
-                   void*, Layout, const Algo*, void*, size_t, Stream) = nullptr;
+                   void*, Layout, const void*, void*, size_t, Stream) = nullptr;
 };
 
 const Lt& lt() {

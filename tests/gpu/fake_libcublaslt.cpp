@@ -125,7 +125,8 @@ int cublasLtMatmulPreferenceDestroy(void* pref) {
 }
 
 int cublasLtMatmulAlgoGetHeuristic(void* handle, void* desc, void* a, void* b, void* c, void* d, void* pref, int requested,
-                                   HeuristicResult* results, int* found) {
+                                   void* heuristicResults, int* found) {
+  auto* results = static_cast<HeuristicResult*>(heuristicResults);
   if (!handle) return kNotInitialized;
   const auto* la = static_cast<Layout*>(a);
   const auto* lb = static_cast<Layout*>(b);
