@@ -268,3 +268,48 @@ TEST(FusedRowsSpecial, TranscendentalIsNotRecomputedPerBroadcastCopy) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Softmax's row loop prefetches the next row in its exp sweep (radix-lower-rows): one
+/// memref.prefetch per vector load of x, at the next row, and none in the max sweep; the
+/// numbers are those of a naive softmax.
+TEST(FusedRowsSpecial, SoftmaxPrefetchesTheNextRowInItsExpSweep) {
+  const std::string dir = ::testing::TempDir() + "radix_fusion_prefetch";
+  radix::CompileOptions options;
+  options.cache = false;
+  options.dumpDir = dir;
+  options.dumpPasses = true;
+  options.dumpPassRegex = "radix-lower-rows";
+  options.threads = 1;
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  const int64_t rows = 6, cols = 2048;  // one row per tile (about 2048 elements)
+  std::vector<float> v(rows * cols);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 29) * 0.25f - 3.f;
+  const Tensor x = Tensor::fromValues(cpu, Shape({rows, cols}, DType::f32), v);
+  const std::vector<float> y = radix::compile(cpu, [](const Tensor& t) { return t.softmax(1); }, x)(x).toVector<float>();
+  std::string text;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.path().string().find("radix-lower-rows") != std::string::npos) {  // the entry's dump, not a helper's
+      std::ifstream in(entry.path());
+      const std::string dump(std::istreambuf_iterator<char>(in), {});
+      if (dump.find("math.exp") != std::string::npos) text = dump;
+    }
+  const size_t exp = text.find("math.exp");
+  ASSERT_NE(exp, std::string::npos) << text;
+  const size_t prefetch = text.find("memref.prefetch");
+  ASSERT_NE(prefetch, std::string::npos) << "no prefetch in the row loop:\n" << text;
+  EXPECT_GT(prefetch, text.find("arith.maximumf")) << "the prefetch belongs to the exp sweep, after the max";
+  EXPECT_LT(prefetch, exp) << "before the exp sweep's loads are used";
+  EXPECT_NE(text.find("arith.minsi"), std::string::npos) << "the next row, clamped to the last";
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = -1e30, sum = 0;
+    for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(v[r * cols + c]));
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(v[r * cols + c]) - m);
+    for (int64_t c = 0; c < cols; c += 17)
+      EXPECT_NEAR(y[r * cols + c], std::exp(double(v[r * cols + c]) - m) / sum, 1e-6) << r << "," << c;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

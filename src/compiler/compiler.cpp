@@ -76,7 +76,7 @@ constexpr const char* kTracedEntry = "main";
 constexpr const char* kEntry = "radix_entry";
 
 // Bump when the pipeline or the entry ABI changes: it enters the cache key.
-constexpr const char* kPipelineVersion = "pipeline-13";
+constexpr const char* kPipelineVersion = "pipeline-14";
 
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";

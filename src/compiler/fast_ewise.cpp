@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <set>
 
 #include "compiler/kernels/conv_lower.h"
 #include "compiler/kernels/quant/lower_quant.h"
@@ -339,8 +340,13 @@ bool unitInnerStride(mlir::Value memref) {
   return strides.back() == 1;
 }
 
+/// Inputs of a row tile's op mapped to the same rows of the next tile (nextTiles).
+using NextTiles = llvm::DenseMap<mlir::Value, mlir::Value>;
+
 /// Rewrites `op` (buffer semantics) into vector loops; false when it does not have the form.
-bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp op, bool parallelRows) {
+/// Each vector load of an input in `prefetch` is preceded by a prefetch of its next-tile twin.
+bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp op, bool parallelRows,
+                           const NextTiles& prefetch = NextTiles()) {
   if (!op.hasPureBufferSemantics() || op.getNumReductionLoops() > 1) return false;
   const bool reduction = op.getNumReductionLoops() == 1;
   const auto iterators = op.getIteratorTypesArray();
@@ -420,10 +426,13 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
       for (unsigned k = 0; k < numInputs; ++k) {
         mlir::Value v;
         if (invariant[k]) v = vector ? splat(invariant[k]) : invariant[k];
-        else if (vector)
+        else if (vector) {
+          if (auto next = prefetch.find(op->getOperand(k)); next != prefetch.end())
+            mlir::memref::PrefetchOp::create(bb, loc, next->second, indicesFor(maps[k], j), /*isWrite=*/false,
+                                             /*localityHint=*/3, /*isDataCache=*/true);
           v = mlir::vector::LoadOp::create(bb, loc, vectorType(body.getArgument(k).getType()), op->getOperand(k),
                                            indicesFor(maps[k], j));
-        else
+        } else
           v = mlir::memref::LoadOp::create(bb, loc, op->getOperand(k), indicesFor(maps[k], j));
         map.map(body.getArgument(k), v);
       }
@@ -531,6 +540,43 @@ bool vectorizeRowReduction(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp
   return true;
 }
 
+// The inputs of `op` that are row tiles (subviews at the loop's index) of buffers from outside
+// its scf.forall, each mapped to the same subview one tile further (the last tile: itself).
+// Prefetching those while `op` computes hides the memory latency of the next tile's first pass,
+// which otherwise waits on memory with little to compute (softmax's max): given to the tile's
+// first op with math in it (softmax's exp), whose work covers the prefetches.
+NextTiles nextTiles(mlir::RewriterBase& rewriter, mlir::linalg::GenericOp op) {
+  auto loop = op->getParentOfType<mlir::scf::ForallOp>();
+  if (!loop || loop.getRank() != 1 || op->getParentOp() != loop.getOperation()) return NextTiles();
+  const std::optional<int64_t> lb = mlir::getConstantIntValue(loop.getMixedLowerBound()[0]),
+                               ub = mlir::getConstantIntValue(loop.getMixedUpperBound()[0]),
+                               step = mlir::getConstantIntValue(loop.getMixedStep()[0]);
+  if (!lb || !ub || !step || *step <= 0 || *ub - *lb < 2 * *step || (*ub - *lb) % *step != 0) return NextTiles();
+  const mlir::Value iv = loop.getInductionVars()[0];
+  NextTiles out;
+  for (mlir::OpOperand* input : op.getDpsInputOperands()) {
+    auto tile = input->get().getDefiningOp<mlir::memref::SubViewOp>();
+    if (!tile || tile->getParentOp() != loop.getOperation() || loop->isAncestor(tile.getSource().getParentBlock()->getParentOp()))
+      continue;
+    if (out.count(input->get()) || !llvm::is_contained(tile.getOffsets(), iv)) continue;
+    rewriter.setInsertionPointAfter(tile);
+    const mlir::Location loc = tile.getLoc();
+    auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(rewriter, loc, v).getResult(); };
+    mlir::Value next = mlir::arith::AddIOp::create(rewriter, loc, iv, index(*step));
+    next = mlir::arith::MinSIOp::create(rewriter, loc, next, index(*ub - *step));
+    mlir::IRMapping map;
+    map.map(iv, next);
+    out[input->get()] = rewriter.clone(*tile, map)->getResult(0);
+  }
+  return out;
+}
+
+bool hasMath(mlir::linalg::GenericOp op) {
+  for (mlir::Operation& inner : op.getRegion().front())
+    if (mlir::isa<mlir::math::MathDialect>(inner.getDialect())) return true;
+  return false;
+}
+
 // With threads, linalg ops of only parallel loops outside row loops (maps, fills, copies) become
 // loop nests here: one scf.parallel (OpenMP) over the outermost loop of at least 8 iterations,
 // serial scf.for inside it that LLVM vectorizes; ops under kMinParallelRowIterations stay
@@ -612,6 +658,7 @@ struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir
     }
     std::vector<mlir::linalg::GenericOp> reductions;
     fn.walk([&](mlir::linalg::GenericOp op) { reductions.push_back(op); });
+    std::set<mlir::Operation*> prefetched;  // row loops whose next tile is prefetched already
     for (mlir::linalg::GenericOp op : reductions) {
       const bool nested = op->getParentOfType<mlir::scf::ForallOp>() || op->getParentOfType<mlir::scf::ParallelOp>();
       int64_t iterations = 1;
@@ -619,7 +666,10 @@ struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir
       // Maps outside row loops are left to LLVM's loop vectorizer (with threads they become
       // OpenMP loops over every parallel dim); reductions are done here everywhere.
       if (op.getNumReductionLoops() == 0 && !nested) continue;
-      vectorizeRowReduction(rewriter, op, parallel && !nested && iterations >= kMinParallelRowIterations);
+      NextTiles next;
+      if (auto loop = op->getParentOfType<mlir::scf::ForallOp>(); loop && hasMath(op) && prefetched.insert(loop).second)
+        next = nextTiles(rewriter, op);
+      vectorizeRowReduction(rewriter, op, parallel && !nested && iterations >= kMinParallelRowIterations, next);
     }
     if (parallel) lowerMapsForThreads(rewriter, fn);
     std::vector<mlir::scf::ForallOp> loops;
