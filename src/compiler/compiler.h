@@ -21,6 +21,10 @@ namespace radix::detail {
 CompiledCode compileModule(mlir::ModuleOp module, const std::string& moduleText, const Platform& platform,
                            const std::string& name, const Signature& signature);
 
+/// A hash of the code generator's and the compiled-code ABI's sources (src/compiler,
+/// src/runtime), part of every cache key: codegenHash() -> "3f1c0a9e5b7d2e41"
+const char* codegenHash();
+
 /// Throws radix::Error("[compile] ...") unless the options' target CPU and features are known to
 /// the host's LLVM target.
 void checkTarget(const CompileOptions& options);
