@@ -6,57 +6,6 @@
 namespace opstest {
 
 namespace {
-std::vector<std::pair<std::string, std::vector<Case> (*)()>>& sections() {
-  static std::vector<std::pair<std::string, std::vector<Case> (*)()>> s;
-  return s;
-}
-std::vector<std::vector<ErrorCase> (*)()>& errorLists() {
-  static std::vector<std::vector<ErrorCase> (*)()> s;
-  return s;
-}
-}  // namespace
-
-bool registerCases(const char* section, std::vector<Case> (*rows)()) {
-  sections().emplace_back(section, rows);
-  return true;
-}
-
-bool registerErrors(std::vector<ErrorCase> (*rows)()) {
-  errorLists().push_back(rows);
-  return true;
-}
-
-std::vector<ErrorCase> allErrorCases() {
-  std::vector<ErrorCase> out;
-  for (auto rows : errorLists())
-    for (ErrorCase& c : rows()) out.push_back(std::move(c));
-  return out;
-}
-
-namespace {
-
-
-/// Every case, one per dtype of its row; cases of one section and dtype form a group.
-std::vector<Case> allCases() {
-  std::vector<Case> out;
-  for (const auto& [sectionName, rows] : sections())
-    for (const Case& c : rows()) {
-      if (c.dtypes.empty()) {
-        out.push_back(c);
-        out.back().group = sectionName;
-      }
-      for (DType d : c.dtypes) {
-        Case e = c;
-        e.name += "_" + std::string(radix::name(d));
-        e.group = sectionName + "_" + std::string(radix::name(d));
-        for (Shape& s : e.inputs) s = s.withDtype(d);
-        e.out = c.out.withDtype(d);
-        out.push_back(e);
-      }
-    }
-  return out;
-}
-
 
 /// What one case computed: its inputs as the reference sees them, and its result.
 struct Outcome {
@@ -110,8 +59,7 @@ const Outcome& outcomeOf(const Case& c) {
     pointers.push_back(&e);
     for (size_t i = 0; i < e.inputs.size(); ++i) {
       const Shape& s = e.inputs[i];
-      const Vals v = i < e.given.size() ? e.given[i]
-                                        : pseudoRandom(s.count(), e.lo, e.hi, static_cast<uint32_t>(k * 8 + i + 1), !radix::isFloat(s.dtype()));
+      const Vals v = caseInput(e, k, i);
       args[k].push_back(Tensor::fromValues(cpu(), s, v));
       outcomes[e.name].inputs.push_back({args[k].back().toVector<double>(), s.dims()});
     }

@@ -300,6 +300,16 @@ bool registerCases(const char* section, std::vector<Case> (*rows)());
 bool registerErrors(std::vector<ErrorCase> (*rows)());
 /// Every registered error case (the Hardening suite runs each in a forked child too).
 std::vector<ErrorCase> allErrorCases();
+/// Every case, one per dtype of its row; the cases of one section and dtype form a group (and
+/// compile together). allCases().size() -> 1728
+std::vector<Case> allCases();
+/// Input `i` of `c`, the k-th case of its group: its given values, else pseudo-random ones in
+/// [lo, hi) (floored for integers) seeded by k and i.
+inline Vals caseInput(const Case& c, size_t k, size_t i) {
+  const Shape& s = c.inputs[i];
+  return i < c.given.size() ? c.given[i]
+                            : pseudoRandom(s.count(), c.lo, c.hi, static_cast<uint32_t>(k * 8 + i + 1), !radix::isFloat(s.dtype()));
+}
 
 }  // namespace opstest
 

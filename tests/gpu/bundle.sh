@@ -3,9 +3,11 @@
 # inputs and CPU results (radix-gpu-prepare), radix-gpu-check, and the libraries it needs that a
 # machine without Debian's packages lacks. Run here; carry OUT to the GPU machine; run
 # tests/gpu/run.sh OUT there.
-# usage: tests/gpu/bundle.sh BUILD OUT
+# With --tar, OUT.tar.xz too (19 MB for 80 MB): what a device run carries, under its 64 MiB;
+# tests/gpu/run.sh takes either.
+# usage: tests/gpu/bundle.sh BUILD OUT [--tar]
 set -eu
-build=$1 out=$2
+build=$1 out=$2 tar=${3:-}
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 # The oracle models' weights (tests/oracle's tiny GPT-2 and Llama), written by the test models' script.
@@ -22,7 +24,10 @@ ldd "$out/bin/radix-gpu-check" | awk '/=> \// {print $3}' | while read -r lib; d
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
-# Without their symbols (libradix_runtime: 12 MB -> 4 MB), so that the bundle fits the 64 MiB
-# that the device machine's runs carry.
+# Without their symbols (libradix_runtime: 12 MB -> 4 MB).
 strip --strip-unneeded "$out"/bin/* "$out"/lib/* 2> /dev/null || true
 du -sh "$out"
+if [ "$tar" = --tar ]; then
+  tar -C "$out" -cf - . | xz -T0 -6 > "$out.tar.xz"
+  du -sh "$out.tar.xz"
+fi

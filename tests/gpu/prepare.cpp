@@ -13,11 +13,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "mlp/mlp.h"
+#include "ops_testing.h"
 
 namespace {
 
@@ -234,6 +236,30 @@ int main(int argc, char** argv) {
       args.push_back(Tensor::fromValues(cpu, s, v));
     }
     add(c.name, args, c.fn, c.tolerance);
+  }
+  // The op tables (tests/ops_*_test.cpp), a program per group as the CPU suite compiles them, on
+  // the suite's inputs; tolerance: the group's loosest (by dtype, 0 for integers).
+  std::map<std::string, std::vector<opstest::Case>> groups;
+  for (opstest::Case& c : opstest::allCases()) groups[c.group].push_back(std::move(c));
+  for (const auto& [group, cases] : groups) {
+    Ts args;
+    std::vector<size_t> firsts;
+    double tolerance = 0;
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const opstest::Case& c = cases[k];
+      firsts.push_back(args.size());
+      for (size_t i = 0; i < c.inputs.size(); ++i) args.push_back(Tensor::fromValues(cpu, c.inputs[i], opstest::caseInput(c, k, i)));
+      tolerance = std::max(tolerance, c.tol >= 0 ? c.tol : opstest::tolFor(c.out.dtype()));
+    }
+    add("ops." + group, args,
+        [&cases, &firsts](const Ts& all) {
+          Ts results;
+          for (size_t k = 0; k < cases.size(); ++k)
+            results.push_back(cases[k].op(Ts(all.begin() + static_cast<std::ptrdiff_t>(firsts[k]),
+                                             all.begin() + static_cast<std::ptrdiff_t>(firsts[k] + cases[k].inputs.size()))));
+          return results;
+        },
+        tolerance);
   }
   // A model with radix::call functions: the MLP's weights are its leading arguments.
   {

@@ -4,9 +4,15 @@
 # results (op cases, the GPT-2/Llama oracle models' steps), with contractions through cuBLASLt
 # and again as generated kernels; Radix's pp512/tg128 rows and a bf16 GEMM; then PyTorch's matmul
 # and PyTorch eager's pp512/tg128 on the same GPU as peers. A few minutes.
-# usage: tests/gpu/run.sh BUNDLE
+# usage: tests/gpu/run.sh BUNDLE (the folder, or BUNDLE.tar.xz from bundle.sh --tar)
 set -u
 bundle=$1
+case "$bundle" in
+  *.tar.xz)
+    dir=$(mktemp -d)
+    tar -C "$dir" -xJf "$bundle" || { echo "cannot unpack $bundle"; exit 1; }
+    bundle=$dir ;;
+esac
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: none"
 # cuBLASLt for the contractions: the pip package's (PyTorch's) where the loader finds none.
 if [ -z "${RADIX_LIBCUBLASLT:-}" ]; then
