@@ -130,3 +130,62 @@ TEST(GpuCompile, PlatformErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// radix-split-reductions, the CUDA path's split of reductions with few outputs (gpu.cpp), run on
+// the CPU through CompileOptions::extraPasses: the same numbers as the whole reductions, for
+// sums, maxima, means, softmax and layer norm rows, a whole-tensor sum, and the ops it must
+// leave alone (a column reduction, an argmax, short rows).
+TEST(GpuCompile, SplitReductionsKeepTheNumbers) {
+  using radix::Tensor;
+  radix::CompileOptions whole, split;
+  whole.cache = split.cache = false;
+  split.extraPasses = "convert-elementwise-to-linalg,func.func(linalg-generalize-named-ops,radix-split-reductions)";
+  const radix::Platform a = radix::Platform::cpu().withOptions(whole), b = radix::Platform::cpu().withOptions(split);
+  using Fn = Tensor (*)(const Tensor&);
+  const std::vector<std::pair<const char*, Fn>> ops = {
+      {"sum of rows", [](const Tensor& x) { return x.sum(1); }},
+      {"max of rows", [](const Tensor& x) { return x.max(1); }},
+      {"mean of rows", [](const Tensor& x) { return x.mean(1); }},
+      {"softmax", [](const Tensor& x) { return x.softmax(1); }},
+      {"layer norm", [](const Tensor& x) {
+         const Tensor m = x.mean(1).broad(x.shape());
+         const Tensor c = x.sub(m);
+         return c.div(c.mul(c).mean(1).addConstant(1e-5).sqrt().broad(x.shape()));
+       }},
+      {"whole sum", [](const Tensor& x) { return x.sum(0).sum(0); }},
+      {"column sum (left whole)", [](const Tensor& x) { return x.sum(0); }},
+      {"argmax (left whole)", [](const Tensor& x) { return x.argMax(1).indices; }},
+  };
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{3, 4096}, {5, 1000}, {2, 100}}) {
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919) % 1009) / 200.f - 2.5f;
+    const Tensor xa = Tensor::fromValues(a, radix::Shape({rows, cols}, radix::DType::f32), v);
+    const Tensor xb = Tensor::fromValues(b, radix::Shape({rows, cols}, radix::DType::f32), v);
+    for (const auto& [name, fn] : ops) {
+      SCOPED_TRACE(std::string(name) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+      const std::vector<double> want = radix::compile(a, fn, xa)(xa).toVector<double>();
+      const std::vector<double> got = radix::compile(b, fn, xb)(xb).toVector<double>();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << i;
+    }
+  }
+  // The split happened: a 3 x 4096 row sum reduces 64 chunks of 64 per row first.
+  radix::iotest::TempDir dump("split-reductions");
+  split.dumpDir = dump.path.string();
+  split.dumpPasses = true;
+  split.dumpPassRegex = "radix-split-reductions";
+  const radix::Platform c = radix::Platform::cpu().withOptions(split);
+  const Tensor x = Tensor::fromValues(c, radix::Shape({3, 4096}, radix::DType::f32), std::vector<float>(3 * 4096, 1.f));
+  EXPECT_EQ(radix::compile(c, ops[0].second, x)(x).toVector<float>(), (std::vector<float>{4096, 4096, 4096}));
+  std::string text;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dump.path))
+    if (entry.path().string().find("radix-split-reductions") != std::string::npos) {
+      std::ifstream in(entry.path());
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+  EXPECT_NE(text.find("tensor<3x4096xf32> into tensor<3x64x64xf32>"), std::string::npos) << text;
+}
+
+}  // namespace

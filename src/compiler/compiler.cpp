@@ -92,7 +92,8 @@ const char* kFusePipeline =
     "func.func(radix-fold-unit-dims,canonicalize,cse,radix-fuse-elementwise-ops,radix-fuse-rows),canonicalize,cse";
 // The CUDA path's (compiler/gpu.cpp): upstream fusion only, the row kernels are the CPU's.
 const char* kCudaFusePipeline =
-    "convert-elementwise-to-linalg,func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse";
+    "convert-elementwise-to-linalg,func.func(linalg-generalize-named-ops,linalg-fuse-elementwise-ops),canonicalize,cse,"
+    "func.func(radix-split-reductions),canonicalize,cse";  // gpu.cpp
 // Between the two: writeLoopStateInPlace.
 const char* kBufferizePipeline =
     "eliminate-empty-tensors,"
@@ -263,6 +264,7 @@ void registerPassesOnce() {
   std::call_once(once, [] {
     mlir::registerAllPasses();
     registerFastEwisePasses();
+    registerGpuPasses();
     kernels::registerQuantPasses();
     warmTranslation();
   });

@@ -20,12 +20,16 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "radix/error.h"
 
 extern "C" {
@@ -104,6 +108,64 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
     op->moveBefore(end);
   }
 }
+
+// A reduction with few outputs runs one thread per output: a row's softmax or norm, or a whole
+// sum, in one thread. Splitting its reduced dim in two (linalg::splitReduction) makes a first
+// op with `ratio` times the outputs, each reducing a chunk, and a second that combines the
+// chunks: both map to threads as any other op. Contractions (cuBLASLt's) are left alone.
+constexpr int64_t kEnoughOutputs = 4096;     // outputs that keep a GPU busy without a split
+constexpr int64_t kMinSplitLength = 256;     // shorter reductions stay whole
+constexpr int64_t kChunk = 64;               // elements each thread of the first op reduces
+
+// The split ratio for a reduction of `length` elements over `outputs` outputs: the divisor of
+// `length` nearest above length / kChunk, such that outputs x ratio stays within a few waves;
+// 0 for none.
+int64_t splitRatio(int64_t outputs, int64_t length) {
+  if (outputs >= kEnoughOutputs || length < kMinSplitLength) return 0;
+  for (int64_t r = std::max<int64_t>(2, length / kChunk); r <= length / 8; ++r)
+    if (length % r == 0) return outputs * r <= (int64_t{1} << 20) ? r : 0;
+  return 0;
+}
+
+struct SplitReductionsPass : mlir::PassWrapper<SplitReductionsPass, mlir::OperationPass<mlir::func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(SplitReductionsPass)
+  llvm::StringRef getArgument() const final { return "radix-split-reductions"; }
+  llvm::StringRef getDescription() const final {
+    return "Radix: reductions with few outputs split in two, for one thread per output on a GPU";
+  }
+  void getDependentDialects(mlir::DialectRegistry& registry) const override {
+    registry.insert<mlir::tensor::TensorDialect, mlir::linalg::LinalgDialect, mlir::arith::ArithDialect>();
+  }
+  void runOnOperation() override {
+    std::vector<mlir::linalg::GenericOp> ops;
+    getOperation().walk([&](mlir::linalg::GenericOp op) {
+      if (op.hasPureTensorSemantics() && op.getNumReductionLoops() == 1 && op.getNumDpsInits() == 1 &&
+          !mlir::linalg::isaContractionOpInterface(op))
+        ops.push_back(op);
+    });
+    mlir::IRRewriter rewriter(&getContext());
+    for (mlir::linalg::GenericOp op : ops) {
+      const llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      const auto iterators = op.getIteratorTypesArray();
+      int64_t outputs = 1, length = 0;
+      unsigned reduced = 0;
+      bool dynamic = false;
+      for (unsigned d = 0; d < ranges.size(); ++d) {
+        dynamic = dynamic || mlir::ShapedType::isDynamic(ranges[d]);
+        if (iterators[d] == mlir::utils::IteratorType::reduction) length = ranges[d], reduced = d;
+        else outputs *= ranges[d];
+      }
+      if (dynamic || reduced + 1 != ranges.size()) continue;
+      const int64_t chunks = splitRatio(outputs, length);
+      if (chunks == 0) continue;
+      rewriter.setInsertionPoint(op);
+      // The chunk index becomes the intermediate's last dim; each chunk's elements are contiguous.
+      (void)mlir::linalg::splitReduction(rewriter, op, [&](mlir::linalg::LinalgOp) {
+        return mlir::linalg::SplitReductionOptions{chunks, reduced, /*innerParallel=*/false};
+      });
+    }
+  }
+};
 
 // Loops of a linalg op without parallel dims (a full reduction) stay sequential: one thread of
 // their own, as a one-iteration scf.parallel, instead of host code over device memory.
@@ -281,6 +343,11 @@ void checkHostCode(mlir::ModuleOp module, const std::string& target) {
 
 }  // namespace
 
+void registerGpuPasses() {
+  static std::once_flag once;
+  std::call_once(once, [] { mlir::PassRegistration<SplitReductionsPass>(); });
+}
+
 void initNvptxOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -308,7 +375,7 @@ std::string findPtxas() {
       start = end + 1;
     }
     const char* env = std::getenv("RADIX_CUDA_PATH");
-    for (const std::string root : {std::string(env ? env : ""), std::string("/usr/local/cuda")}) {
+    for (const std::string& root : {std::string(env ? env : ""), std::string("/usr/local/cuda")}) {
       if (!executableIn(root.empty() ? "" : root + "/bin", "ptxas")) continue;
       const std::string bin = root + "/bin";
       ::setenv("PATH", (dirs.empty() ? bin : dirs + ":" + bin).c_str(), 1);

@@ -18,6 +18,8 @@ std::string cudaArch(std::string_view target);
 /// The folder of the ptxas that code generation runs (PATH, else $RADIX_CUDA_PATH/bin or
 /// /usr/local/cuda/bin, which is then added to PATH); "" when there is none.
 std::string findPtxas();
+/// Registers the CUDA path's passes (radix-split-reductions), once per process.
+void registerGpuPasses();
 /// Registers LLVM's NVPTX back end, once per process.
 void initNvptxOnce();
 /// Lowers a bufferized module (the compiler's ABI already in place) to LLVM dialect host code
