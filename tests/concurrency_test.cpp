@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "mlp/mlp.h"
+#include "models_testing.h"
+#include "radix/models/generate.h"
 
 namespace fs = std::filesystem;
 
@@ -91,6 +93,32 @@ TEST(Concurrency, TagsInternOnceAcrossThreads) {
     seen[i] = radix::Tag("shared").name().data();
   });
   for (int i = 1; i < kThreads; ++i) EXPECT_EQ(seen[i], seen[0]);
+}
+
+}  // namespace
+
+namespace {
+
+// LanguageModel::prepareAll compiles the step executables on one thread per core (at least 2
+// here): every bucket is there afterwards, and generation matches a model whose steps were
+// compiled one at a time.
+TEST(Concurrency, PrepareAllCompilesStepsOnThreads) {
+  using radix::models::LanguageModel;
+  radix::CompileOptions o;
+  o.threads = 1;
+  o.cache = false;
+  const radix::Platform p = radix::Platform::cpu().withOptions(o);
+  const std::string folder = radix::models::testing::testModels() + "/llama-tiny";
+  LanguageModel together = LanguageModel::open(p, folder);
+  together.reset(64);
+  together.prepareAll();
+  EXPECT_EQ(together.executables(), 4u) << "decode and the 16, 32 and 64 chunks";
+  LanguageModel alone = LanguageModel::open(p, folder);
+  const std::vector<int32_t> prompt = {5, 9, 14, 3, 77, 21, 8, 2, 40, 11, 6, 19, 33, 7, 1, 12, 4, 25};
+  const std::vector<int32_t> a = together.generate(prompt, 6, {.temperature = 0});
+  const std::vector<int32_t> b = alone.generate(prompt, 6, {.temperature = 0});
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.size(), 6u);
 }
 
 }  // namespace

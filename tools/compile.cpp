@@ -43,8 +43,7 @@ int cli::compileCommand(Args& args) {
   const int64_t tokens = context ? context : std::min<int64_t>(lm.maxContext(), 2048);
   lm.reset(tokens);
   // Every chunk length a prompt can take (powers of two from 16 up to the context) and decode.
-  for (int64_t b = 16; b <= lm.context(); b *= 2) lm.prepare(b);
-  if (lm.context() < 16) lm.prepare(lm.context());
+  lm.prepareAll();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (const auto& [length, entry] : lm.cacheEntries())
     std::printf("step %5lld  %s\n", static_cast<long long>(length), entry.c_str());

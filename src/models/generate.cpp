@@ -4,13 +4,17 @@
 #include "radix/models/generate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <exception>
+#include <optional>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "radix/models/gemma2.h"
@@ -127,6 +131,8 @@ struct LanguageModel::Impl {
   virtual Tensor step(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
   /// Compiles the step of `ids.dim(0)` tokens unless it exists.
   virtual void ensure(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
+  /// The same for several step lengths, compiled on up to one thread per core.
+  virtual void ensureMany(const std::vector<Tensor>& ids, const Tensor& position, const Tensor& length) = 0;
   /// The chunk lengths (buckets) that feeding `n` tokens at `position` runs.
   std::vector<int64_t> chunks(int64_t n, int64_t from) const {
     std::vector<int64_t> out;
@@ -146,8 +152,10 @@ struct LanguageModel::Impl {
   void ensureSteps(const std::vector<int64_t>& lengths) {
     const Tensor position = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{0});
     const Tensor length = Tensor::fromValues(platform, Shape({}, DType::i32), std::vector<int32_t>{1});
+    std::vector<Tensor> ids;
     for (const int64_t b : lengths)
-      ensure(Tensor::fromValues(platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)), position, length);
+      ids.push_back(Tensor::fromValues(platform, Shape({b}, DType::i32), std::vector<int32_t>(size_t(b), 0)));
+    ensureMany(ids, position, length);
   }
   /// Forgets the executables (the context changed).
   virtual void clear() = 0;
@@ -167,6 +175,37 @@ struct ModelImpl final : LanguageModel::Impl {
   void ensure(const Tensor& ids, const Tensor& pos, const Tensor& length) override {
     if (!steps.contains(ids.dim(0)))
       steps.emplace(ids.dim(0), compile(platform, &M::forward, model, ids, pos, length, *cache));
+  }
+  // Compiles are independent, and a cold `radix compile` or first prompt waits for several: one
+  // thread per core shares them (not across processes: a sharded compile is a collective).
+  void ensureMany(const std::vector<Tensor>& ids, const Tensor& pos, const Tensor& length) override {
+    std::vector<const Tensor*> missing;
+    for (const Tensor& t : ids)
+      if (!steps.contains(t.dim(0)) &&
+          std::none_of(missing.begin(), missing.end(), [&](const Tensor* m) { return m->dim(0) == t.dim(0); }))
+        missing.push_back(&t);
+    const size_t workers = platform.processCount() > 1 ? 1
+                           : std::min<size_t>(missing.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::optional<Exe<StepResult>>> built(missing.size());
+    std::vector<std::exception_ptr> errors(missing.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < missing.size();) {
+        try {
+          built[i].emplace(compile(platform, &M::forward, model, *missing[i], pos, length, *cache));
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    for (size_t i = 0; i < missing.size(); ++i) {
+      if (errors[i]) std::rethrow_exception(errors[i]);
+      steps.emplace(missing[i]->dim(0), std::move(*built[i]));
+    }
   }
   Tensor step(const Tensor& ids, const Tensor& pos, const Tensor& length) override {
     ensure(ids, pos, length);
@@ -412,6 +451,15 @@ void LanguageModel::prepare(int64_t promptTokens) {
     fail(std::to_string(promptTokens) + " prompt tokens do not fit the context of " + std::to_string(m.context));
   std::vector<int64_t> buckets = m.chunks(promptTokens, 0);
   buckets.push_back(1);
+  m.ensureSteps(buckets);
+}
+
+void LanguageModel::prepareAll() {
+  Impl& m = *impl_;
+  if (m.context == 0) fail("prepareAll() before reset()");
+  std::vector<int64_t> buckets = {1};
+  for (int64_t b = std::min<int64_t>(16, m.context); b <= m.context; b *= 2)
+    for (int64_t chunk : m.chunks(b, 0)) buckets.push_back(chunk);
   m.ensureSteps(buckets);
 }
 

@@ -126,6 +126,11 @@ class LanguageModel {
   /// from position 0 and then decoding will use, so that timing excludes compiles.
   /// lm.reset(80); lm.prepare(17);  // the 16 bucket and decode
   void prepare(int64_t promptTokens);
+  /// Compiles (or loads) every step executable of the current context: each prompt chunk
+  /// (16, 32, ... up to the context) and decode, several at once on up to one thread per core;
+  /// what `radix compile` writes ahead of time.
+  /// lm.reset(512); lm.prepareAll(); lm.executables() -> 7
+  void prepareAll();
   /// Feeds tokens at position(), in bucketed chunks; returns the logits after the last one,
   /// {voc}:f32. [generate] error when they do not fit the context or an id is out of range.
   /// lm.feed(ids) -> {voc=50257}:f32
