@@ -17,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "io_testing.h"
+
 namespace {
 
 using radix::DType;
@@ -250,12 +252,7 @@ TEST(FusedRowsSpecial, TranscendentalIsNotRecomputedPerBroadcastCopy) {
     return t.mul(angle.broad(t.shape()));
   };
   const std::vector<float> y = radix::compile(cpu, fn, x)(x).toVector<float>();
-  std::string text;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
-    if (entry.path().string().find("convert-bufferization-to-memref") != std::string::npos) {
-      std::ifstream in(entry.path());
-      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+  const std::string text = radix::iotest::passDump(dir, "convert-bufferization-to-memref");
   const size_t sin = text.find("math.sin");
   ASSERT_NE(sin, std::string::npos) << text;
   const size_t generic = text.rfind("linalg.generic", sin);
@@ -288,13 +285,7 @@ TEST(FusedRowsSpecial, SoftmaxPrefetchesTheNextRowInItsExpSweep) {
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 29) * 0.25f - 3.f;
   const Tensor x = Tensor::fromValues(cpu, Shape({rows, cols}, DType::f32), v);
   const std::vector<float> y = radix::compile(cpu, [](const Tensor& t) { return t.softmax(1); }, x)(x).toVector<float>();
-  std::string text;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
-    if (entry.path().string().find("radix-lower-rows") != std::string::npos) {  // the entry's dump, not a helper's
-      std::ifstream in(entry.path());
-      const std::string dump(std::istreambuf_iterator<char>(in), {});
-      if (dump.find("math.exp") != std::string::npos) text = dump;
-    }
+  const std::string text = radix::iotest::passDump(dir, "radix-lower-rows", "math.exp");
   const size_t exp = text.find("math.exp");
   ASSERT_NE(exp, std::string::npos) << text;
   const size_t prefetch = text.find("memref.prefetch");

@@ -179,12 +179,7 @@ TEST(GpuCompile, SplitReductionsKeepTheNumbers) {
   const radix::Platform c = radix::Platform::cpu().withOptions(split);
   const Tensor x = Tensor::fromValues(c, radix::Shape({3, 4096}, radix::DType::f32), std::vector<float>(3 * 4096, 1.f));
   EXPECT_EQ(radix::compile(c, ops[0].second, x)(x).toVector<float>(), (std::vector<float>{4096, 4096, 4096}));
-  std::string text;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dump.path))
-    if (entry.path().string().find("radix-split-reductions") != std::string::npos) {
-      std::ifstream in(entry.path());
-      text.assign(std::istreambuf_iterator<char>(in), {});
-    }
+  const std::string text = radix::iotest::passDump(dump.path, "radix-split-reductions");
   EXPECT_NE(text.find("tensor<3x4096xf32> into tensor<3x64x64xf32>"), std::string::npos) << text;
 }
 

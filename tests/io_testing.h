@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,6 +78,20 @@ inline std::vector<float> iotaFloats(size_t n, float scale = 0.5f) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i) - 3.0f;
   return v;
+}
+
+/// The text of a pass's dump under `dir` (CompileOptions::dumpDir with dumpPasses): the last file
+/// whose path names `pass` and whose text holds `marker` (the entry's dump, not a helper's); ""
+/// when none. passDump(dir, "radix-lower-rows", "math.exp")
+inline std::string passDump(const std::filesystem::path& dir, const std::string& pass, const std::string& marker = "") {
+  std::string text;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.path().string().find(pass) == std::string::npos) continue;
+    std::ifstream in(entry.path());
+    std::string dump((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (dump.find(marker) != std::string::npos) text = std::move(dump);
+  }
+  return text;
 }
 
 /// A fresh folder under the temp dir, removed at the end of the test.
