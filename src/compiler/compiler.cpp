@@ -75,10 +75,6 @@ namespace fs = std::filesystem;
 constexpr const char* kTracedEntry = "main";
 constexpr const char* kEntry = "radix_entry";
 
-// Bump when the pipeline or the entry ABI changes: it enters the cache key (as does the hash
-// of the code generator's sources, codegenHash(), which any change to them renews by itself).
-constexpr const char* kPipelineVersion = "pipeline-14";
-
 // Before prepareEntry: each value once.
 const char* kInlinePipeline = "symbol-dce,canonicalize,cse,canonicalize";
 
@@ -573,9 +569,9 @@ void dropFusionBarriers(mlir::Operation* root) {
 }
 
 static std::string cacheKeyMaterial(const Target& t, const CompileOptions& o) {
-  // Without profiling the key is unchanged, so are the entries of earlier builds.
-  return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|" + kPipelineVersion + "|codegen " +
-         codegenHash() +
+  // codegenHash(): the pipeline and the compiled code's ABI, renewed by any change to their
+  // sources. Profiling off adds nothing, so a plain compile's key is the same with it off.
+  return t.str() + "|radix " RADIX_VERSION "|llvm " LLVM_VERSION_STRING "|codegen " + codegenHash() +
          "|O" + std::to_string(o.optLevel) + "|threads " + std::to_string(o.threads) + "|extra " + o.extraPasses +
          (profileOn(o) ? "|profile" : "") + (fusedAttentionOn() ? "" : "|composed-attention") +
          (kernels::convKernelsEnabled() ? "" : "|conv-loops");

@@ -1,8 +1,10 @@
-// The CUDA lowering of a bufferized module (docs/gpu.md): contractions call cuBLASLt where the
-// runtime has it; every other linalg op (and each contraction, for when it has not) becomes a
-// kernel of one thread per output element (reductions run sequentially in the thread), launched
-// from the host code, which keeps only launches, library calls, device allocations and copies. MLIR's own passes then make the
-// cubin (those of gpu-lower-to-nvvm-pipeline: NVVM, LLVM's NVPTX back end, ptxas).
+// The CUDA lowering (docs/gpu.md). On tensors, long reductions with few outputs are split in two
+// (radix-split-reductions). On buffers, contractions call cuBLASLt where the runtime has it;
+// every other linalg op (and each contraction, for when it has not) becomes a kernel of one
+// thread per output element (a reduction runs sequentially in its thread), launched from the
+// host code, which keeps only launches, library calls, device allocations and copies. MLIR's
+// own passes then make the cubin (those of gpu-lower-to-nvvm-pipeline: NVVM, LLVM's NVPTX back
+// end, ptxas).
 #include "compiler/gpu.h"
 
 #include <unistd.h>
@@ -21,11 +23,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"

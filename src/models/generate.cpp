@@ -8,10 +8,10 @@
 #include <bit>
 #include <cctype>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <exception>
 #include <optional>
 #include <set>
 #include <thread>
@@ -129,9 +129,8 @@ struct LanguageModel::Impl {
   virtual ~Impl() = default;
   /// Runs one step of `ids.dim(0)` tokens of which `length` are real, at `position`.
   virtual Tensor step(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
-  /// Compiles the step of `ids.dim(0)` tokens unless it exists.
-  virtual void ensure(const Tensor& ids, const Tensor& position, const Tensor& length) = 0;
-  /// The same for several step lengths, compiled on up to one thread per core.
+  /// Compiles the steps of `ids[i].dim(0)` tokens that do not exist yet, on up to one thread per
+  /// core.
   virtual void ensureMany(const std::vector<Tensor>& ids, const Tensor& position, const Tensor& length) = 0;
   /// The chunk lengths (buckets) that feeding `n` tokens at `position` runs.
   std::vector<int64_t> chunks(int64_t n, int64_t from) const {
@@ -172,10 +171,6 @@ struct ModelImpl final : LanguageModel::Impl {
 
   ModelImpl(const Platform& p, M m) : Impl(p), model(std::move(m)) {}
 
-  void ensure(const Tensor& ids, const Tensor& pos, const Tensor& length) override {
-    if (!steps.contains(ids.dim(0)))
-      steps.emplace(ids.dim(0), compile(platform, &M::forward, model, ids, pos, length, *cache));
-  }
   // Compiles are independent, and a cold `radix compile` or first prompt waits for several: one
   // thread per core shares them (not across processes: a sharded compile is a collective).
   void ensureMany(const std::vector<Tensor>& ids, const Tensor& pos, const Tensor& length) override {
@@ -208,7 +203,7 @@ struct ModelImpl final : LanguageModel::Impl {
     }
   }
   Tensor step(const Tensor& ids, const Tensor& pos, const Tensor& length) override {
-    ensure(ids, pos, length);
+    if (!steps.contains(ids.dim(0))) ensureMany({ids}, pos, length);
     StepResult r = steps.at(ids.dim(0))(model, ids, pos, length, *cache);
     cache = std::move(r.cache);
     return r.logits;

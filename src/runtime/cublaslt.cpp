@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "compiler/kernels/kernels.h"
 #include "runtime/cuda.h"
 
 namespace radix::detail::cuda {
@@ -164,7 +165,12 @@ bool ready(ThreadState& s) {
   return true;
 }
 
-int cudaType(int64_t elem) { return elem == 0 ? kTypeF32 : elem == 1 ? kTypeF16 : elem == 2 ? kTypeBf16 : -1; }
+// cudaDataType_t of a contraction operand's kernels::Elem; -1 for none.
+int cudaType(int64_t elem) {
+  using kernels::Elem;
+  return elem == int64_t(Elem::f32) ? kTypeF32 : elem == int64_t(Elem::f16) ? kTypeF16
+         : elem == int64_t(Elem::bf16) ? kTypeBf16 : -1;
+}
 
 Layout layout(int type, const Matrix& m, int64_t batch, int64_t batchStride) {
   const Lt& l = lt();

@@ -31,11 +31,10 @@ bool noDriver(const char* what) {
   return true;
 }
 
-// The running call of this thread (beginCall .. endCall): its device, its stream (one per
-// thread and device, made once), whether a copy into host memory awaits a synchronization, and
-// the stream-ordered allocations it made (freed in stream order too).
+// The running call of this thread (beginCall .. endCall): its stream (one per thread and
+// device, made once), whether a copy into host memory awaits a synchronization, and the
+// stream-ordered allocations it made (freed in stream order too).
 struct Call {
-  int device = -1;
   Stream stream = nullptr;
   bool hostCopyPending = false;
   std::unordered_set<void*> pooled;
@@ -77,7 +76,6 @@ void recordError(const std::string& what) {
 bool hasError() { return !lastError.empty(); }
 
 void beginCall(int device) {
-  call.device = device;
   call.hostCopyPending = false;
   Stream& s = streams[device];
   if (!s && driver().problem.empty()) failed(driver().streamCreate(&s, 1 /* CU_STREAM_NON_BLOCKING */), "cuStreamCreate");

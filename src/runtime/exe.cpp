@@ -219,8 +219,9 @@ class CpuExecutable final : public Executable {
     for (size_t r = 0; r < outputs.size(); ++r)
       if (alias[r] >= 0) copyStorage(*outputs[r], *outputs[alias[r]], localBytes(sig.resultShapes[r]));
     // On a GPU, results of a host memory kind come back in host memory (one copy each).
-    for (size_t r = 0; r < outputs.size(); ++r)
-      if (device >= 0 && sig.memories[r] != Memory::device && sig.donations[r] < 0) outputs[r] = onHost(outputs[r]);
+    if (device >= 0)
+      for (size_t r = 0; r < outputs.size(); ++r)
+        if (sig.memories[r] != Memory::device && sig.donations[r] < 0) outputs[r] = onHost(outputs[r]);
     std::vector<Tensor> results;
     for (size_t r = 0; r < outputs.size(); ++r) {
       auto buffer = std::make_shared<DeviceBuffer>();

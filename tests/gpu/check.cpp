@@ -51,36 +51,32 @@ int32_t argmax(const std::vector<float>& v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
-// A model's step programs (radix-gpu-prepare's gpuSteps): arguments are the model's `leaves`
-// weights, then ids, position, length, then the KV cache, whose buffers the step donates to its
-// results (logits, then the cache in the same order).
-struct Steps {
-  Program prefill, decode;
-  size_t leaves;
+// A model's step programs (radix-gpu-prepare's gpuSteps) take the model's `leaves` weights, then
+// ids, position, length, then the KV cache, whose buffers the step donates to its results
+// (logits, then the cache in the same order).
 
-  // Zeroed caches for a program's cache leaves.
-  static std::vector<Tensor> cacheOf(const Platform& gpu, const Program& p, size_t leaves) {
-    std::vector<Tensor> cache;
-    for (size_t i = leaves + 3; i < p.argumentShapes().size(); ++i) {
-      const Shape& s = p.argumentShapes()[i];
-      const std::vector<uint8_t> zeros(s.byteSize(), 0);
-      cache.push_back(Tensor::fromBytes(gpu, s, zeros.data(), zeros.size()));
-    }
-    return cache;
+// Zeroed caches for a step program's cache leaves.
+std::vector<Tensor> stepCache(const Platform& gpu, const Program& p, size_t leaves) {
+  std::vector<Tensor> cache;
+  for (size_t i = leaves + 3; i < p.argumentShapes().size(); ++i) {
+    const Shape& s = p.argumentShapes()[i];
+    const std::vector<uint8_t> zeros(s.byteSize(), 0);
+    cache.push_back(Tensor::fromBytes(gpu, s, zeros.data(), zeros.size()));
   }
+  return cache;
+}
 
-  // Runs one step; the cache takes the donated buffers back. Returns the logits.
-  static Tensor run(const Program& p, const std::vector<Tensor>& weights, const Tensor& ids, const Tensor& pos,
-                    const Tensor& length, std::vector<Tensor>& cache) {
-    std::vector<Tensor> args = weights;
-    args.push_back(ids), args.push_back(pos), args.push_back(length);
-    args.insert(args.end(), cache.begin(), cache.end());
-    cache.clear();
-    std::vector<Tensor> results = p.run(args);
-    cache.assign(results.begin() + 1, results.end());
-    return results.at(0);
-  }
-};
+// Runs one step; the cache takes the donated buffers back. Returns the logits.
+Tensor runStep(const Program& p, const std::vector<Tensor>& weights, const Tensor& ids, const Tensor& pos,
+               const Tensor& length, std::vector<Tensor>& cache) {
+  std::vector<Tensor> args = weights;
+  args.push_back(ids), args.push_back(pos), args.push_back(length);
+  args.insert(args.end(), cache.begin(), cache.end());
+  cache.clear();
+  std::vector<Tensor> results = p.run(args);
+  cache.assign(results.begin() + 1, results.end());
+  return results.at(0);
+}
 
 // "check NAME TOLERANCE PREFILL DECODE LEAVES CHUNK NPROMPT ids... NSTEPS greedy... LOGITS": the
 // prompt, then each CPU greedy id fed back (teacher forcing, so that every step is compared);
@@ -107,11 +103,11 @@ bool runCheck(const Platform& gpu, const fs::path& dir, std::istringstream& in) 
   }
   const std::string expectedBytes = readFile(dir / logitsFile);
   const size_t vocab = expectedBytes.size() / sizeof(float) / greedy.size();
-  std::vector<Tensor> cache = Steps::cacheOf(gpu, prefill, leaves);
+  std::vector<Tensor> cache = stepCache(gpu, prefill, leaves);
   std::vector<int32_t> ids = prompt;
   ids.resize(static_cast<size_t>(chunk), 0);
-  Tensor logits = Steps::run(prefill, weights, i32s(gpu, ids), i32s(gpu, {0}, true),
-                             i32s(gpu, {static_cast<int32_t>(prompt.size())}, true), cache);
+  Tensor logits = runStep(prefill, weights, i32s(gpu, ids), i32s(gpu, {0}, true),
+                          i32s(gpu, {static_cast<int32_t>(prompt.size())}, true), cache);
   double worst = 0;
   int idsEqual = 0, ties = 0;
   for (size_t step = 0; step < greedy.size(); ++step) {
@@ -125,8 +121,8 @@ bool runCheck(const Platform& gpu, const fs::path& dir, std::istringstream& in) 
     if (argmax(got) == greedy[step]) ++idsEqual;
     else if (sorted[0] - sorted[1] < 1e-4f * (1 + std::abs(sorted[0]))) ++ties;
     if (step + 1 == greedy.size()) break;
-    logits = Steps::run(decode, weights, i32s(gpu, {greedy[step]}),
-                        i32s(gpu, {static_cast<int32_t>(prompt.size() + step)}, true), i32s(gpu, {1}, true), cache);
+    logits = runStep(decode, weights, i32s(gpu, {greedy[step]}),
+                     i32s(gpu, {static_cast<int32_t>(prompt.size() + step)}, true), i32s(gpu, {1}, true), cache);
   }
   const bool ok = worst <= tolerance && idsEqual + ties == static_cast<int>(greedy.size());
   std::printf("%-20s %-8s %12.3g  greedy ids %d of %zu equal (%d near ties)\n", name.c_str(), ok ? "ok" : "MISMATCH", worst,
@@ -162,16 +158,16 @@ void runBench(const Platform& gpu, const fs::path& dir, std::istringstream& in) 
   std::vector<int32_t> ids(static_cast<size_t>(prompt));
   for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 1000);
   auto pp = [&] {
-    std::vector<Tensor> cache = Steps::cacheOf(gpu, prefill, leaves);
-    (void)Steps::run(prefill, weights, i32s(gpu, ids), i32s(gpu, {0}, true),
-                     i32s(gpu, {static_cast<int32_t>(prompt)}, true), cache).toVector<float>();
+    std::vector<Tensor> cache = stepCache(gpu, prefill, leaves);
+    (void)runStep(prefill, weights, i32s(gpu, ids), i32s(gpu, {0}, true),
+                  i32s(gpu, {static_cast<int32_t>(prompt)}, true), cache).toVector<float>();
   };
   auto tg = [&](int64_t n) {
-    std::vector<Tensor> cache = Steps::cacheOf(gpu, decode, leaves);
+    std::vector<Tensor> cache = stepCache(gpu, decode, leaves);
     int32_t next = ids[0];
     for (int64_t i = 0; i < n; ++i)
-      next = argmax(Steps::run(decode, weights, i32s(gpu, {next}), i32s(gpu, {static_cast<int32_t>(i)}, true),
-                               i32s(gpu, {1}, true), cache).toVector<float>());
+      next = argmax(runStep(decode, weights, i32s(gpu, {next}), i32s(gpu, {static_cast<int32_t>(i)}, true),
+                            i32s(gpu, {1}, true), cache).toVector<float>());
   };
   auto rate = [&](const char* test, int64_t tokens, const std::function<void()>& once) {
     once(), once();
