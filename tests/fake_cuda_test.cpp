@@ -14,6 +14,7 @@
 #include "compiler/gpu.h"
 #include "io_testing.h"
 #include "ops_testing.h"
+#include "radix/models/generate.h"
 #include "radix/radix.h"
 #include "radix/runtime.h"
 
@@ -26,6 +27,7 @@ struct FakeDriver {
   void (*stats)(int*, int*, int*) = nullptr;
   void (*failLaunches)(int) = nullptr;
   int (*syncs)() = nullptr;
+  uint64_t (*bytesToHost)() = nullptr;
   int launches() const {
     int l = 0, a = 0, m = 0;
     stats(&l, &a, &m);
@@ -49,7 +51,8 @@ const FakeDriver* fake() {
     d.stats = reinterpret_cast<void (*)(int*, int*, int*)>(dlsym(lib, "radixFakeCudaStats"));
     d.failLaunches = reinterpret_cast<void (*)(int)>(dlsym(lib, "radixFakeCudaFailLaunches"));
     d.syncs = reinterpret_cast<int (*)()>(dlsym(lib, "radixFakeCudaSyncs"));
-    if (!d.stats || !d.failLaunches || !d.syncs) return std::nullopt;
+    d.bytesToHost = reinterpret_cast<uint64_t (*)()>(dlsym(lib, "radixFakeCudaBytesToHost"));
+    if (!d.stats || !d.failLaunches || !d.syncs || !d.bytesToHost) return std::nullopt;
     return d;
   }();
   return driver ? &*driver : nullptr;
@@ -230,8 +233,8 @@ TEST(FakeCuda, ContractionFallsBackToKernels) {
 }
 
 // `radix generate --device cuda` end to end on the fake driver: weights and KV cache on the
-// device, prompt and decode steps compiled for it and launched; greedy sampling of logits copied
-// back. The ids are not the model's (no kernel runs), their count is.
+// device, prompt and decode steps and the greedy sampler compiled for it and launched. The ids
+// are not the model's (no kernel runs: the fake's zeroed memory gives id 0), their count is.
 // It runs with the contractions in cuBLASLt (the fake's, when the ctest names it) and without
 // any cuBLASLt (generated kernels).
 class FakeCudaGenerate : public ::testing::TestWithParam<bool> {};
@@ -291,6 +294,25 @@ TEST(FakeCuda, ChatAndBenchOnTheDevice) {
   const auto [badStatus, bad] = runCli("bench --device gpu --model " + gguf);
   EXPECT_EQ(badStatus, 2) << bad;
   EXPECT_NE(bad.find("[bench] --device is cpu, cuda or cuda:N, got \"gpu\""), std::string::npos) << bad;
+}
+
+// Greedy decoding on the device copies back the sampled id, not the logits: the argmax runs
+// there (a vocabulary of 300 floats would be 1200 bytes a token).
+TEST(FakeCuda, GreedyDecodingCopiesBackOnlyTheIds) {
+  REQUIRE_FAKE();
+  radix::iotest::TempDir dir("fake-cuda-greedy");
+  const std::string make = std::string("/usr/bin/python3 ") + RADIX_SOURCE_DIR + "/tools/make_test_models.py " +
+                           dir.path.string() + " --size tiny --only llama-gguf > /dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  models::LanguageModel lm = models::LanguageModel::open(Platform::cuda(), (dir.path / "llama-tiny.gguf").string());
+  ASSERT_EQ(lm.vocabSize(), 300);
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  (void)lm.generate(prompt, 2, {});  // compiles
+  const uint64_t before = fake()->bytesToHost();
+  const int steps = 8;
+  EXPECT_EQ(lm.generate(prompt, steps, {}).size(), size_t(steps));
+  const uint64_t perToken = (fake()->bytesToHost() - before) / steps;
+  EXPECT_LE(perToken, 64u) << "bytes copied to the host per token";
 }
 
 INSTANTIATE_TEST_SUITE_P(FakeCuda, FakeCudaGenerate, ::testing::Values(true, false),

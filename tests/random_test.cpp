@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <numeric>
 #include <tuple>
@@ -319,6 +320,24 @@ TEST(Random, SampleTokensGreedy) {
       EXPECT_EQ(sample(logits, rng, {.temperature = temperature, .topP = 1e-6}).tokens.toVector<int64_t>(), expected);
     }
   }
+}
+
+// Greedy over a long vocabulary runs in chunks of 256 (two reductions): the first index of the
+// maximum wherever it falls, the first NaN over any number, index 0 for a row of -inf, and a
+// maximum in the last, partial chunk.
+TEST(Random, SampleTokensGreedyLongVocabulary) {
+  const int64_t voc = 50257;
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> v(size_t(5 * voc));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(double(i) * 0.37) * 10;
+  v[0 * voc + 777] = 50, v[0 * voc + 40000] = 50;      // a tie across chunks: the first
+  v[1 * voc + 300] = nan, v[1 * voc + 100] = 60, v[1 * voc + 9000] = nan;  // the first NaN
+  std::fill(v.begin() + 2 * voc, v.begin() + 3 * voc, -inf);  // nothing finite: index 0
+  v[3 * voc + voc - 1] = 40;                            // the last token, alone in its chunk's tail
+  v[4 * voc + 256] = 30, v[4 * voc + 255] = 30;         // across a chunk boundary
+  const Tensor logits = Tensor::fromValues(cpu(), Shape({5, voc}, DType::f32).withTags({"b", "voc"}), v);
+  const radix::SampledTokens greedy = sample(logits, Rng::init(cpu(), 3), {.temperature = 0});
+  EXPECT_EQ(greedy.tokens.toVector<int64_t>(), (std::vector<int64_t>{777, 300, 0, voc - 1, 255}));
 }
 
 // At temperature 1 with all tokens, 20000 rows of log p sample p.

@@ -106,12 +106,7 @@ int cli::generateCommand(Args& args) {
     lm.reset(length + room);
     lm.prepare(length);
     Rng rng = Rng::init(platformFor(o), o.sampling.seed);
-    if (o.sampling.temperature > 0) {  // compiles the sampler before the clock starts
-      Rng scratch = rng;
-      (void)lm.sample(Tensor::fromValues(platformFor(o), Shape({lm.vocabSize()}, DType::f32),
-                                         std::vector<float>(size_t(lm.vocabSize()), 0.f)),
-                      o.sampling, scratch);
-    }
+    lm.prepareSampler(o.sampling);  // before the clock starts
     const auto t0 = Clock::now();
     const Tensor logits = lm.feed(input);
     const auto t1 = Clock::now();
@@ -273,7 +268,7 @@ int benchImpl(Args& args) {
       if (gen > 0)
         row("tg", gen, [&] {
           lm.reset(gen);
-          Rng rng;
+          Rng rng = Rng::init(platform(t), 0);
           int32_t next = token(random);
           for (int64_t i = 0; i < gen; ++i) next = lm.sample(lm.feed(std::span<const int32_t>(&next, 1)), {}, rng);
         });

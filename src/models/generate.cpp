@@ -458,11 +458,19 @@ void LanguageModel::prepareAll() {
   m.ensureSteps(buckets);
 }
 
+namespace {
+// Greedy on the host where the logits are host memory; on a device, the compiled sampler's
+// argmax, so that only the id comes back.
+bool sampledOnHost(const LanguageModel::Impl& m, const Sampling& s) {
+  return s.temperature == 0 && m.platform.target() == "cpu";
+}
+}  // namespace
+
 int32_t LanguageModel::sample(const Tensor& logits, const Sampling& s, Rng& rng) {
   Impl& m = *impl_;
   if (s.temperature < 0 || s.topK < 0 || !(s.topP > 0 && s.topP <= 1))
     fail("sampling needs temperature >= 0, top-k >= 0 and top-p in (0, 1]");
-  if (s.temperature == 0) {
+  if (sampledOnHost(m, s)) {
     const std::vector<float> v = logits.toVector<float>();
     return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
   }
@@ -474,6 +482,14 @@ int32_t LanguageModel::sample(const Tensor& logits, const Sampling& s, Rng& rng)
   SampledTokens out = it->second(logits, rng);
   rng = out.rng;
   return out.tokens.toVector<int32_t>().at(0);
+}
+
+void LanguageModel::prepareSampler(const Sampling& sampling) {
+  if (sampledOnHost(*impl_, sampling)) return;
+  Rng scratch = Rng::init(impl_->platform, sampling.seed);
+  (void)sample(Tensor::fromValues(impl_->platform, Shape({impl_->vocab}, DType::f32).withTags({"voc"}),
+                                  std::vector<float>(size_t(impl_->vocab), 0.f)),
+               sampling, scratch);
 }
 
 std::vector<int32_t> LanguageModel::generate(std::span<const int32_t> prompt, int64_t n, const Sampling& sampling,
@@ -492,12 +508,7 @@ std::vector<int32_t> LanguageModel::generate(std::span<const int32_t> prompt, in
   const int32_t eos = impl_->tokenizer ? impl_->tokenizer->eos() : -1;
   prepare(promptLength);
   if (promptLength + n > context()) impl_->ensureSteps(impl_->chunks(context() / 2, 0));  // a context shift's chunks
-  if (sampling.temperature > 0) {  // compiles the sampler
-    Rng scratch = rng;
-    (void)sample(Tensor::fromValues(impl_->platform, Shape({impl_->vocab}, DType::f32).withTags({"voc"}),
-                                    std::vector<float>(size_t(impl_->vocab), 0.f)),
-                 sampling, scratch);
-  }
+  prepareSampler(sampling);
   const auto t0 = Clock::now();
   Tensor logits = feed(prompt);
   std::vector<int32_t> out;

@@ -175,8 +175,10 @@ RngDraw finishDraw(TraceContext& c, mlir::Location loc, const Drawn& d, const Sh
 }
 
 /// Index (i32) of the largest x along `ax` (first on ties, NaN largest); with `payload` (same
-/// dims, i32), that element of the payload instead. The axis is removed.
-mlir::Value argmaxAlong(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& s, int64_t ax, mlir::Value payload) {
+/// dims, i32), that element of the payload instead. The axis is removed; `values`, when given,
+/// receives the largest x.
+mlir::Value argmaxAlong(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& s, int64_t ax, mlir::Value payload,
+                        mlir::Value* values = nullptr) {
   auto& b = c.builder();
   std::vector<int64_t> dims;
   std::vector<mlir::AffineExpr> kept;
@@ -212,7 +214,27 @@ mlir::Value argmaxAlong(TraceContext& c, mlir::Location loc, mlir::Value x, cons
         mlir::linalg::YieldOp::create(nb, l, mlir::ValueRange{mlir::arith::SelectOp::create(nb, l, take, v, best),
                                                               mlir::arith::SelectOp::create(nb, l, take, index, bestIndex)});
       });
+  if (values) *values = generic.getResult(0);
   return generic.getResult(1);
+}
+
+/// Greedy tokens of x {rows, voc}: argmaxAlong's, in two steps where the vocabulary is long.
+/// Each row's reduction is one sequential loop, and on a GPU one thread: the first step gives
+/// each chunk of kChunk tokens its own (rows x chunks loops), the second picks among the chunks'
+/// winners by their values, carrying their indices (ties and NaN resolve as in one step: the
+/// first chunk holds the first index, and -inf padding never beats a real token).
+mlir::Value greedyRows(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& flat, Loc l) {
+  constexpr int64_t kChunk = 256;
+  const int64_t rows = flat.dim(0), voc = flat.dim(1);
+  if (voc <= 2 * kChunk) return argmaxAlong(c, loc, x, flat, 1, nullptr);
+  const int64_t chunks = (voc + kChunk - 1) / kChunk;
+  const Shape split({rows, chunks, kChunk}, flat.dtype());
+  Tensor padded = c.wrap(x, flat).pad({{1, Padding{0, chunks * kChunk - voc}}}, -std::numeric_limits<double>::infinity(), l);
+  Tensor index = Tensor::iota(Shape({rows, chunks * kChunk}, DType::i32), 1, l).reshape({rows, chunks, kChunk}, l);
+  mlir::Value best;
+  mlir::Value bestIndex = argmaxAlong(c, loc, c.value(padded.reshape({rows, chunks, kChunk}, l), "sampleTokens"), split, 2,
+                                      c.value(index, "sampleTokens"), &best);
+  return argmaxAlong(c, loc, best, Shape({rows, chunks}, flat.dtype()), 1, bestIndex);
 }
 
 Shape withoutAxis(const Shape& s, int64_t ax, DType dtype) {
@@ -426,7 +448,7 @@ SampledTokens sampleTokens(const Tensor& logits, const SamplingOptions& o, const
     mlir::Value t = reshapeValue(c, loc, tokens, Shape({rows}, DType::i32), tokensShape);
     return SampledTokens{c.wrap(t, tokensShape), next};
   };
-  if (o.temperature == 0) return finish(argmaxAlong(c, loc, x, flat, 1, nullptr), rng);
+  if (o.temperature == 0) return finish(greedyRows(c, loc, x, flat, l), rng);
 
   return renamingErrors(op, [&] {
     Tensor scaled = c.wrap(x, flat).mulConstant(1 / o.temperature, l);

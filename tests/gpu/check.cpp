@@ -144,15 +144,21 @@ std::vector<Tensor> randomWeights(const Platform& gpu, const Program& p, size_t 
   return out;
 }
 
-// "bench NAME PREFILL DECODE LEAVES PROMPT GEN": ppPROMPT and tgGEN tokens/s as radix bench
-// measures them (greedy ids copied back each step), after warm-up runs; 3 reps each.
+// "bench NAME PREFILL DECODE GREEDY LEAVES PROMPT GEN": ppPROMPT and tgGEN tokens/s as radix bench
+// measures them (the greedy id picked on the device and copied back each step), after warm-up
+// runs; 3 reps each.
 void runBench(const Platform& gpu, const fs::path& dir, std::istringstream& in) {
-  std::string name, prefillEntry, decodeEntry;
+  std::string name, prefillEntry, decodeEntry, greedyEntry;
   size_t leaves = 0;
   int64_t prompt = 0, gen = 0;
-  in >> name >> prefillEntry >> decodeEntry >> leaves >> prompt >> gen;
+  in >> name >> prefillEntry >> decodeEntry >> greedyEntry >> leaves >> prompt >> gen;
   const Program prefill = Program::load(gpu, (dir / prefillEntry).string());
   const Program decode = Program::load(gpu, (dir / decodeEntry).string());
+  const Program greedy = Program::load(gpu, (dir / greedyEntry).string());
+  // Greedy leaves the generator's state as it is: zeros do.
+  const Shape stateShape = greedy.argumentShapes().at(1);
+  const std::vector<uint8_t> zeros(static_cast<size_t>(stateShape.count()) * 4, 0);
+  const Tensor rngState = Tensor::fromBytes(gpu, stateShape, zeros.data(), zeros.size());
   const std::vector<Tensor> weights = randomWeights(gpu, prefill, leaves);
   std::mt19937 rng(2);
   std::vector<int32_t> ids(static_cast<size_t>(prompt));
@@ -166,8 +172,13 @@ void runBench(const Platform& gpu, const fs::path& dir, std::istringstream& in) 
     std::vector<Tensor> cache = stepCache(gpu, decode, leaves);
     int32_t next = ids[0];
     for (int64_t i = 0; i < n; ++i)
-      next = argmax(runStep(decode, weights, i32s(gpu, {next}), i32s(gpu, {static_cast<int32_t>(i)}, true),
-                            i32s(gpu, {1}, true), cache).toVector<float>());
+      next = greedy
+                 .run(std::vector<Tensor>{runStep(decode, weights, i32s(gpu, {next}), i32s(gpu, {static_cast<int32_t>(i)}, true),
+                               i32s(gpu, {1}, true), cache),
+                       rngState})
+                 .at(0)
+                 .toVector<int32_t>()
+                 .at(0);
   };
   auto rate = [&](const char* test, int64_t tokens, const std::function<void()>& once) {
     once(), once();

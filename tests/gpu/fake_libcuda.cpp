@@ -1,18 +1,25 @@
 // A stand-in for libcuda.so.1 on machines without a GPU (RADIX_LIBCUDA=<this library>): the
-// driver entry points Radix loads, over host memory. Device memory is malloc'ed, copies are
+// driver entry points Radix loads, over host memory. Device memory is calloc'ed (zeros), copies are
 // memcpy, modules must be CUDA ELF images, and launches are counted, not run (kernel results are
 // whatever the output buffers held). It lets the tests drive the runtime's device buffers and the
 // host side of compiled GPU code: allocations, copies, module loads, launches, failures.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
-#include <set>
 
 namespace {
 std::mutex mutex;
-std::set<void*> live;
+std::map<uint64_t, size_t> live;  // device allocations: address, bytes
+
+// Inside one of the fake's allocations (the caller holds the mutex).
+bool isDevice(uint64_t p) {
+  auto it = live.upper_bound(p);
+  return it != live.begin() && p < std::prev(it)->first + std::prev(it)->second;
+}
 int launches = 0, modules = 0, failLaunches = 0, syncs = 0;
+uint64_t bytesToHost = 0;
 constexpr int kSuccess = 0, kInvalidValue = 1, kLaunchFailed = 719, kInvalidImage = 200;
 }  // namespace
 
@@ -30,6 +37,12 @@ void radixFakeCudaFailLaunches(int fail) { failLaunches = fail; }
 int radixFakeCudaSyncs() {
   std::lock_guard<std::mutex> lock(mutex);
   return syncs;
+}
+
+// Bytes copied from device memory into host memory so far.
+uint64_t radixFakeCudaBytesToHost() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return bytesToHost;
 }
 
 int cuInit(unsigned) { return kSuccess; }
@@ -58,16 +71,16 @@ int cuDevicePrimaryCtxRetain(void** ctx, int) {
 int cuDevicePrimaryCtxRelease_v2(int) { return kSuccess; }
 int cuCtxSetCurrent(void*) { return kSuccess; }
 int cuMemAlloc_v2(uint64_t* p, size_t bytes) {
-  void* m = std::malloc(bytes ? bytes : 1);
+  void* m = std::calloc(bytes ? bytes : 1, 1);  // zeros: what kernels that never run leave
   if (!m) return 2;  // CUDA_ERROR_OUT_OF_MEMORY
   std::lock_guard<std::mutex> lock(mutex);
-  live.insert(m);
+  live[reinterpret_cast<uint64_t>(m)] = bytes;
   *p = reinterpret_cast<uint64_t>(m);
   return kSuccess;
 }
 int cuMemFree_v2(uint64_t p) {
   std::lock_guard<std::mutex> lock(mutex);
-  if (!live.erase(reinterpret_cast<void*>(p))) return kInvalidValue;
+  if (!live.erase(p)) return kInvalidValue;
   std::free(reinterpret_cast<void*>(p));
   return kSuccess;
 }
@@ -77,6 +90,8 @@ int cuMemcpyHtoD_v2(uint64_t d, const void* h, size_t n) {
 }
 int cuMemcpyDtoH_v2(void* h, uint64_t d, size_t n) {
   std::memcpy(h, reinterpret_cast<const void*>(d), n);
+  std::lock_guard<std::mutex> lock(mutex);
+  bytesToHost += n;
   return kSuccess;
 }
 int cuMemcpyDtoD_v2(uint64_t to, uint64_t from, size_t n) {
@@ -89,6 +104,8 @@ int cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void*) {
 }
 int cuMemcpyAsync(uint64_t to, uint64_t from, size_t n, void*) {
   std::memmove(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from), n);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!isDevice(to)) bytesToHost += n;
   return kSuccess;
 }
 int cuStreamCreate(void** s, unsigned) {
@@ -115,12 +132,9 @@ int cuMemPoolSetAttribute(void*, int, void*) { return kSuccess; }
 int cuPointerGetAttribute(void* data, int attribute, uint64_t p) {
   if (attribute != 2) return kInvalidValue;
   std::lock_guard<std::mutex> lock(mutex);
-  for (void* block : live)
-    if (reinterpret_cast<uint64_t>(block) == p) {
-      *static_cast<unsigned*>(data) = 2;
-      return kSuccess;
-    }
-  return kInvalidValue;
+  if (!isDevice(p)) return kInvalidValue;
+  *static_cast<unsigned*>(data) = 2;
+  return kSuccess;
 }
 int cuModuleLoadData(void** m, const void* image) {
   const auto* b = static_cast<const unsigned char*>(image);

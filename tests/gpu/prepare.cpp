@@ -143,12 +143,18 @@ void addModelCheck(std::ofstream& list, const fs::path& out, const Platform& gpu
 // the GPU fills the weights with random values.
 template <class M>
 void addModelBench(std::ofstream& list, const fs::path& out, const Platform& gpu, const std::string& name, const M& model,
-                   const std::function<models::KvState(int64_t)>& cacheOf, int64_t prompt, int64_t gen) {
+                   int64_t vocab, const std::function<models::KvState(int64_t)>& cacheOf, int64_t prompt, int64_t gen) {
   const std::string prefill = gpuSteps(gpu, model, cacheOf(prompt), prompt).first;
   const std::string decode = gpuSteps(gpu, model, cacheOf(gen), 1).second;
-  // bench NAME PREFILL DECODE LEAVES PROMPT GEN
+  // Greedy sampling on the device, as LanguageModel's: only the id comes back.
+  const std::string greedy =
+      compile(gpu, [](const Tensor& l, const Rng& r) { return sampleTokens(l.withTags({"voc"}), {}, r).tokens; },
+              Tensor(Shape({vocab}, DType::f32)), Rng())
+          .cacheEntry();
+  // bench NAME PREFILL DECODE GREEDY LEAVES PROMPT GEN
   list << "bench " << name << " " << fs::relative(prefill, out).string() << " " << fs::relative(decode, out).string()
-       << " " << detail::tensorsOf(model).size() << " " << prompt << " " << gen << "\n";
+       << " " << fs::relative(greedy, out).string() << " " << detail::tensorsOf(model).size() << " " << prompt << " "
+       << gen << "\n";
   std::printf("prepared %-20s %s\n", name.c_str(), decode.c_str());
 }
 
@@ -175,10 +181,10 @@ void addModels(const fs::path& out, const Platform& gpu, const fs::path& testMod
     models::llama::Config l;
     l.vocab = 32000, l.width = 768, l.heads = 12, l.kvHeads = 12, l.headDim = 64, l.layers = 12, l.ffn = 2048;
     l.tied = true;
-    addModelBench(list, out, gpu, "llama-110m" + suffix, models::llama::Model::placeholders(l, dtype),
+    addModelBench(list, out, gpu, "llama-110m" + suffix, models::llama::Model::placeholders(l, dtype), l.vocab,
                   [&](int64_t context) { return cachePlaceholders(l.layers, context, l.kvHeads, l.headDim, dtype); }, 512, 128);
     const models::gpt2::Config g;
-    addModelBench(list, out, gpu, "gpt2-124m" + suffix, models::gpt2::Model::placeholders(g, dtype, false),
+    addModelBench(list, out, gpu, "gpt2-124m" + suffix, models::gpt2::Model::placeholders(g, dtype, false), g.vocab,
                   [&](int64_t context) { return cachePlaceholders(g.layers, context, g.heads, g.width / g.heads, dtype); },
                   512, 128);
   }

@@ -135,9 +135,15 @@ class LanguageModel {
   /// {voc}:f32. [generate] error when they do not fit the context or an id is out of range.
   /// lm.feed(ids) -> {voc=50257}:f32
   Tensor feed(std::span<const int32_t> ids);
-  /// Picks a token from logits {voc}:f32 (greedy on the host; otherwise random.h's sampleTokens,
-  /// compiled once per option set) and advances `rng`.
+  /// Picks a token from logits {voc}:f32 (greedy on the CPU reads them in place; otherwise
+  /// random.h's sampleTokens, compiled once per option set, runs where they are) and advances
+  /// `rng`.
   int32_t sample(const Tensor& logits, const Sampling& sampling, Rng& rng);
+  /// Compiles (or loads) the executable that sample() runs for `sampling`, so that timing excludes
+  /// it: every non-greedy option set, and greedy on a device (an argmax there copies back only
+  /// the id; the CPU's greedy pick reads the logits in place and compiles nothing).
+  /// lm.prepareSampler({.temperature = 0.8, .topK = 40})
+  void prepareSampler(const Sampling& sampling);
   /// reset(prompt + n), prepare(prompt), feeds the prompt, then samples and feeds n tokens
   /// (stats time these two phases, not the compiles), calling `onToken` for
   /// each as it comes. Stops early at the tokenizer's EOS when `stopAtEos`. Returns the ids.
