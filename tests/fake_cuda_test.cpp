@@ -205,14 +205,103 @@ TEST(FakeCuda, ContractionsRunThroughCublasLt) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4f * (1 + std::abs(want[i]))) << i;
   }
-  // bf16 operands: the f32 product is cuBLASLt's; the rounding to bf16 is a generated kernel,
-  // which the fake driver does not run. So only the call is checked here.
-  const Shape sa({6, 10}, DType::bf16), sb({10, 4}, DType::bf16);
-  const Tensor da = Tensor::fromValues(gpu, sa, values(60)), db = Tensor::fromValues(gpu, sb, values(40));
-  Exe bf16 = compile(gpu, [](const Tensor& x, const Tensor& y) { return x.dotGeneral(y, {{1, 0}}, {}); }, da, db);
-  const int matmuls = fakeLt()->matmuls();
-  EXPECT_EQ(bf16(da, db).shape(), Shape({6, 4}, DType::bf16));
-  EXPECT_EQ(fakeLt()->matmuls(), matmuls + 1);
+}
+
+// What follows a contraction goes into cuBLASLt's epilogue where it can: the rounding of a
+// bf16/f16 product and a bias along its columns (Linear's), in either order. Where the op that
+// reads the product does more (an activation, a residual), the epilogue writes its start and the
+// op runs as a kernel that reads it. Kernels run only where cuBLASLt says no.
+struct EpilogueCase {
+  const char* name;
+  DType dtype;
+  int64_t m, k, n;
+  enum { none, bias, rowBias } add;
+  bool relu;
+  int launches;  // kernels besides the library call
+  int fallback;  // kernels without it: the fill, the contraction, the epilogue's steps, the rest
+};
+
+TEST(FakeCuda, EpiloguesRunInCublasLt) {
+  REQUIRE_FAKE();
+  if (!fakeLt()) GTEST_SKIP() << "needs RADIX_LIBCUBLASLT=<tests/gpu fake cuBLASLt> (ctest Gpu.fakeDriver)";
+  const std::vector<EpilogueCase> cases = {
+      {"bf16 product: the rounding", DType::bf16, 6, 10, 4, EpilogueCase::none, false, 0, 3},
+      {"f16 product, odd shape", DType::f16, 5, 9, 7, EpilogueCase::none, false, 0, 3},
+      {"f32 Linear: the bias", DType::f32, 6, 10, 12, EpilogueCase::bias, false, 0, 3},
+      {"bf16 Linear: rounding then bias", DType::bf16, 3, 16, 8, EpilogueCase::bias, false, 0, 3},
+      {"bf16 decode row (m = 1) with a bias", DType::bf16, 1, 32, 24, EpilogueCase::bias, false, 0, 3},
+      {"bias then relu: the relu stays a kernel", DType::f32, 4, 8, 8, EpilogueCase::bias, true, 1, 4},
+      {"a bias along rows is not cuBLASLt's", DType::f32, 4, 8, 8, EpilogueCase::rowBias, false, 1, 3},
+  };
+  const Platform gpu = Platform::cuda(), cpu = Platform::cpu();
+  uint32_t seed = 11;
+  auto values = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = static_cast<float>(int((seed = seed * 1103515245u + 12345u) >> 16) % 17 - 8) / 4.f;
+    return v;
+  };
+  // Each case twice: through cuBLASLt, then (one more row: another problem, which cuBLASLt has not
+  // planned yet) without an algorithm, so that the fill, the contraction, the epilogue's steps and
+  // what follows them run as kernels.
+  for (const EpilogueCase& c : cases)
+    for (const bool refused : {false, true}) {
+      SCOPED_TRACE(std::string(c.name) + (refused ? ", refused" : ""));
+      const int64_t m = c.m + (refused ? 1 : 0);
+      const Shape sa({m, c.k}, c.dtype), sb({c.k, c.n}, c.dtype);
+      const Shape sbias({c.add == EpilogueCase::rowBias ? m : c.n}, c.dtype);
+      const std::vector<float> va = values(sa.count()), vb = values(sb.count()), vbias = values(sbias.count());
+      auto fn = [&](const Tensor& x, const Tensor& y, const Tensor& bias) {
+        Tensor r = x.dotGeneral(y, {{1, 0}}, {});
+        if (c.add == EpilogueCase::bias) r = r.add(bias.broadcast(r.shape(), {1}));
+        if (c.add == EpilogueCase::rowBias) r = r.add(bias.broadcast(r.shape(), {0}));
+        return c.relu ? r.relu() : r;
+      };
+      auto on = [&](const Platform& p) {
+        return std::tuple{Tensor::fromValues(p, sa, va), Tensor::fromValues(p, sb, vb), Tensor::fromValues(p, sbias, vbias)};
+      };
+      const auto [ha, hb, hbias] = on(cpu);
+      const std::vector<float> want = compile(cpu, fn, ha, hb, hbias)(ha, hb, hbias).toVector<float>();
+      const auto [da, db, dbias] = on(gpu);
+      Exe exe = compile(gpu, fn, da, db, dbias);
+      const int matmuls = fakeLt()->matmuls(), launches = fake()->launches();
+      fakeLt()->refuse(refused ? 1 : 0);
+      const Tensor got = exe(da, db, dbias);
+      fakeLt()->refuse(0);
+      EXPECT_EQ(got.shape(), Shape({m, c.n}, c.dtype));
+      if (refused) {
+        EXPECT_EQ(fakeLt()->matmuls(), matmuls) << "no algorithm, no matmul";
+        EXPECT_EQ(fake()->launches(), launches + c.fallback) << "the fill, the contraction and the rest as kernels";
+        continue;
+      }
+      EXPECT_EQ(fakeLt()->matmuls(), matmuls + 1) << "one cuBLASLt matmul";
+      EXPECT_EQ(fake()->launches(), launches + c.launches) << "kernels after it";
+      if (c.launches == 0) {
+        // The CPU rounds the product before adding a bf16 bias; cuBLASLt adds first: one rounding.
+        const double tolerance = c.dtype == DType::f32 ? 1e-5 : c.dtype == DType::f16 ? 1e-3 : 8e-3;
+        const std::vector<float> g = got.toVector<float>();
+        for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g[i], want[i], tolerance * (1 + std::abs(want[i]))) << i;
+      }
+    }
+}
+
+// A gated MLP's two projections of one input, read by one product: both run in cuBLASLt
+// without their zero fills, though each fill and contraction has the other's between them;
+// only the product is a kernel.
+TEST(FakeCuda, GatedProjectionsLeaveOnlyTheirProduct) {
+  REQUIRE_FAKE();
+  if (!fakeLt()) GTEST_SKIP() << "needs RADIX_LIBCUBLASLT=<tests/gpu fake cuBLASLt> (ctest Gpu.fakeDriver)";
+  const Platform gpu = Platform::cuda();
+  const Tensor x = Tensor::fromValues(gpu, Shape({3, 8}, DType::bf16), std::vector<float>(24, 1.f));
+  const Tensor g = Tensor::fromValues(gpu, Shape({8, 12}, DType::bf16), std::vector<float>(96, 0.5f));
+  const Tensor u = Tensor::fromValues(gpu, Shape({8, 12}, DType::bf16), std::vector<float>(96, 0.25f));
+  auto fn = [](const Tensor& a, const Tensor& gate, const Tensor& up) {
+    return a.dotGeneral(gate, {{1, 0}}, {}).silu().mul(a.dotGeneral(up, {{1, 0}}, {}));
+  };
+  Exe exe = compile(gpu, fn, x, g, u);
+  const int matmuls = fakeLt()->matmuls(), launches = fake()->launches();
+  EXPECT_EQ(exe(x, g, u).shape(), Shape({3, 12}, DType::bf16));
+  EXPECT_EQ(fakeLt()->matmuls(), matmuls + 2);
+  EXPECT_EQ(fake()->launches(), launches + 1) << "the product alone";
 }
 
 // Where cuBLASLt finds no algorithm (or is absent: FakeCuda.GenerateOnTheDevice), the generated

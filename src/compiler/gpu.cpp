@@ -29,7 +29,9 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "radix/error.h"
@@ -61,24 +63,206 @@ bool touchesMemory(mlir::Operation* root) {
   return found;
 }
 
-// The zero fill of a contraction's result just before it (only pure ops between), or null: the
-// library call then overwrites the result instead of accumulating, and the fill goes with the
-// fallback.
+// The buffer a value views through reshapes (an allocation or an argument).
+mlir::Value bufferUnder(mlir::Value v) {
+  for (;;) {
+    if (auto e = v.getDefiningOp<mlir::memref::ExpandShapeOp>()) v = e.getSrc();
+    else if (auto c = v.getDefiningOp<mlir::memref::CollapseShapeOp>()) v = c.getSrc();
+    else return v;
+  }
+}
+
+// A static, row-major memref of `count` elements: two such views of one buffer list its
+// elements in the same order.
+bool contiguousOf(mlir::Value v, int64_t count) {
+  auto t = mlir::dyn_cast<mlir::MemRefType>(v.getType());
+  return t && t.hasStaticShape() && t.getLayout().isIdentity() && t.getNumElements() == count;
+}
+
+// The allocation or argument under a chain of views (reshapes, subviews, casts).
+mlir::Value rootOf(mlir::Value v) {
+  while (auto view = v.getDefiningOp<mlir::ViewLikeOpInterface>()) v = view.getViewSource();
+  return v;
+}
+
+// Whether moving a library call (and its contraction) past `op` could change what it reads or
+// writes: `op` may write a buffer of `read`, or read or write one of `written`. Only generic ops
+// on buffers and allocations are looked into; anything else might.
+bool mayInterfere(mlir::Operation* op, llvm::ArrayRef<mlir::Value> read, llvm::ArrayRef<mlir::Value> written) {
+  if (mlir::isPure(op) || mlir::isa<mlir::memref::AllocOp>(op)) return false;
+  auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+  if (!generic || !generic.hasPureBufferSemantics()) return true;
+  for (mlir::OpOperand& operand : generic->getOpOperands()) {
+    const mlir::Value root = rootOf(operand.get());
+    if (llvm::is_contained(written, root)) return true;
+    if (generic.isDpsInit(&operand) && llvm::is_contained(read, root)) return true;
+  }
+  return false;
+}
+
+// The zero fill of a contraction's result before it (ops between that leave its buffer alone),
+// or null: the library call then overwrites the result instead of accumulating, and the fill
+// goes with the fallback. The fill may write the result through another view of its buffer, if
+// both views cover all of it.
 mlir::Operation* zeroFillBefore(mlir::linalg::GenericOp op) {
+  const mlir::Value c = op.getDpsInitOperand(0)->get(), root = rootOf(c);
   for (mlir::Operation* prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    if (mlir::isPure(prev)) continue;
     auto fill = mlir::dyn_cast<mlir::linalg::GenericOp>(prev);
-    if (fill && fill.hasPureBufferSemantics() && kernels::isZeroFill(fill) &&
-        fill.getDpsInitOperand(0)->get() == op.getDpsInitOperand(0)->get())
-      return fill;
-    return nullptr;
+    if (fill && fill.hasPureBufferSemantics() && kernels::isZeroFill(fill)) {
+      const mlir::Value filled = fill.getDpsInitOperand(0)->get();
+      if (filled == c) return fill;
+      auto type = mlir::dyn_cast<mlir::MemRefType>(bufferUnder(c).getType());
+      if (type && type.hasStaticShape() && bufferUnder(filled) == bufferUnder(c) &&
+          contiguousOf(filled, type.getNumElements()) && contiguousOf(c, type.getNumElements()))
+        return fill;
+    }
+    if (mayInterfere(prev, {}, {root})) return nullptr;
   }
   return nullptr;
+}
+
+// Every use of `buffer`, through reshapes, is one of `allowed` or a dealloc.
+bool onlyUsedBy(mlir::Value buffer, llvm::ArrayRef<mlir::Operation*> allowed) {
+  for (mlir::Operation* user : buffer.getUsers()) {
+    if (mlir::isa<mlir::memref::ExpandShapeOp, mlir::memref::CollapseShapeOp>(user)) {
+      if (!onlyUsedBy(user->getResult(0), allowed)) return false;
+    } else if (!mlir::isa<mlir::memref::DeallocOp>(user) && !llvm::is_contained(allowed, user)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// What cuBLASLt's epilogue can do of the element-wise op that reads a contraction's result (a
+// temporary buffer nothing else reads): the first steps of its body, a conversion to f16/bf16
+// and a bias along the result's rows (bias[j], before or after the conversion).
+struct Epilogue {
+  mlir::linalg::GenericOp consumer;
+  mlir::OpOperand* result = nullptr;    // the consumer's operand reading the contraction's result
+  mlir::OpOperand* bias = nullptr;      // or null
+  std::vector<mlir::Operation*> chain;  // the steps (and the bias's extf), in order
+  mlir::Value value;                    // what they compute, of the epilogue's type
+  bool whole = false;                   // the consumer computes nothing else
+};
+
+std::optional<Epilogue> epilogueAfter(mlir::linalg::GenericOp op, const kernels::ContractionPlan& plan,
+                                      mlir::Operation* fill) {
+  if (!fill || !plan.loops.empty()) return std::nullopt;
+  const mlir::Value c = op.getDpsInitOperand(0)->get(), buffer = bufferUnder(c);
+  auto bufferType = mlir::dyn_cast<mlir::MemRefType>(buffer.getType());
+  if (!bufferType || !bufferType.hasStaticShape()) return std::nullopt;
+  const int64_t count = bufferType.getNumElements();
+  if (!contiguousOf(buffer, count) || !contiguousOf(c, count)) return std::nullopt;
+  // The consumer, past ops that the contraction (moved to it) does not depend on.
+  const mlir::Value read[2] = {rootOf(op.getDpsInputOperand(0)->get()), rootOf(op.getDpsInputOperand(1)->get())};
+  mlir::Operation* next = op->getNextNode();
+  while (next && !mayInterfere(next, read, {rootOf(c)})) next = next->getNextNode();
+  auto consumer = mlir::dyn_cast_or_null<mlir::linalg::GenericOp>(next);
+  if (!consumer || !consumer.hasPureBufferSemantics() || consumer.getNumDpsInits() != 1 ||
+      consumer.getNumLoops() != consumer.getNumParallelLoops())
+    return std::nullopt;
+  Epilogue e;
+  e.consumer = consumer;
+  for (mlir::OpOperand* in : consumer.getDpsInputOperands()) {
+    if (bufferUnder(in->get()) != buffer) continue;
+    if (e.result) return std::nullopt;
+    e.result = in;
+  }
+  // Nothing else may read C (a temporary), unless the consumer overwrites it whole (in place):
+  // readers after it see its result.
+  const mlir::Value out = consumer.getDpsInitOperand(0)->get();
+  const bool overwrites = bufferUnder(out) == buffer && contiguousOf(out, count);
+  const bool temporary = buffer.getDefiningOp<mlir::memref::AllocOp>() &&
+                         onlyUsedBy(buffer, {fill, op.getOperation(), consumer.getOperation()});
+  if (!e.result || !contiguousOf(e.result->get(), count) || !consumer.getMatchingIndexingMap(e.result).isIdentity() ||
+      !(overwrites || temporary))
+    return std::nullopt;
+  // A bias is one element per column j of the result: its map keeps the last loop, which runs
+  // over the result's last dim, and that dim is the contraction's N, contiguous, rows packed.
+  const int64_t rank = consumer.getNumLoops();
+  const bool columnsAreN = rank > 0 && consumer.getStaticLoopRanges().back() == plan.n.size && plan.n.s[2] == 1 &&
+                           (plan.m.size == 1 || plan.m.s[2] == plan.n.size);
+  auto takeBias = [&](mlir::Operation* user, mlir::Value acc) {
+    auto add = mlir::dyn_cast<mlir::arith::AddFOp>(user);
+    if (!add || e.bias || !columnsAreN) return false;
+    mlir::Value other = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+    mlir::Operation* ext = nullptr;
+    if (auto x = other.getDefiningOp<mlir::arith::ExtFOp>()) ext = x, other = x.getIn();
+    auto arg = mlir::dyn_cast<mlir::BlockArgument>(other);
+    if (!arg || arg.getOwner() != consumer.getBody() || arg.getArgNumber() >= consumer.getNumDpsInputs() ||
+        !kernels::elemOf(arg.getType()))
+      return false;
+    mlir::OpOperand* operand = consumer.getDpsInputOperand(arg.getArgNumber());
+    const mlir::AffineMap map = consumer.getMatchingIndexingMap(operand);
+    if (map.getNumResults() != 1 || map.getResult(0) != mlir::getAffineDimExpr(unsigned(rank - 1), op.getContext()))
+      return false;
+    e.bias = operand;
+    if (ext) e.chain.push_back(ext);
+    e.chain.push_back(add);
+    e.value = add.getResult();
+    return true;
+  };
+  e.value = consumer.getMatchingBlockArgument(e.result);
+  auto single = [](mlir::Value v) { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; };
+  if (mlir::Operation* user = single(e.value)) (void)takeBias(user, e.value);
+  if (auto trunc = mlir::dyn_cast_or_null<mlir::arith::TruncFOp>(single(e.value));
+      trunc && (trunc.getType().isBF16() || trunc.getType().isF16())) {
+    e.chain.push_back(trunc);
+    e.value = trunc.getResult();
+  }
+  if (mlir::Operation* user = single(e.value)) (void)takeBias(user, e.value);
+  if (e.chain.empty()) return std::nullopt;
+  auto yield = mlir::cast<mlir::linalg::YieldOp>(consumer.getBody()->getTerminator());
+  e.whole = yield.getNumOperands() == 1 && yield.getOperand(0) == e.value && e.value.hasOneUse() &&
+            consumer.getNumDpsInputs() == (e.bias ? 2u : 1u) && contiguousOf(out, count);
+  return e;
+}
+
+// The epilogue's result buffer D (the consumer's output when it is the whole consumer, else a new
+// buffer the consumer then reads), and, for the fallback, the op that computes it from C.
+std::pair<mlir::Value, mlir::Operation*> applyEpilogue(mlir::OpBuilder& b, Epilogue& e) {
+  mlir::linalg::GenericOp consumer = e.consumer;
+  const mlir::Location loc = consumer.getLoc();
+  if (e.whole) return {consumer.getDpsInitOperand(0)->get(), consumer};
+  auto cType = mlir::cast<mlir::MemRefType>(e.result->get().getType());
+  auto dType = mlir::MemRefType::get(cType.getShape(), e.value.getType());
+  const mlir::Value d = mlir::memref::AllocOp::create(b, loc, dType);
+  mlir::Operation* fallback;
+  {
+    mlir::OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfter(consumer);
+    mlir::memref::DeallocOp::create(b, loc, d);
+    std::vector<mlir::Value> inputs = {e.result->get()};
+    std::vector<mlir::AffineMap> maps = {consumer.getMatchingIndexingMap(e.result)};
+    if (e.bias) inputs.push_back(e.bias->get()), maps.push_back(consumer.getMatchingIndexingMap(e.bias));
+    maps.push_back(b.getMultiDimIdentityMap(unsigned(cType.getRank())));
+    const mlir::BlockArgument resultArg = consumer.getMatchingBlockArgument(e.result);
+    const mlir::BlockArgument biasArg = e.bias ? consumer.getMatchingBlockArgument(e.bias) : nullptr;
+    fallback = mlir::linalg::GenericOp::create(
+        b, loc, inputs, mlir::ValueRange{d}, maps,
+        std::vector<mlir::utils::IteratorType>(size_t(cType.getRank()), mlir::utils::IteratorType::parallel),
+        [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
+          mlir::IRMapping map;
+          map.map(resultArg, args[0]);
+          if (biasArg) map.map(biasArg, args[1]);
+          for (mlir::Operation* step : e.chain) nb.clone(*step, map);
+          mlir::linalg::YieldOp::create(nb, l, map.lookup(e.value));
+        });
+  }
+  // The consumer reads D in place of C and the steps' result.
+  mlir::BlockArgument arg = consumer.getMatchingBlockArgument(e.result);
+  e.result->set(d);
+  arg.setType(e.value.getType());
+  e.value.replaceAllUsesWith(arg);
+  for (auto it = e.chain.rbegin(); it != e.chain.rend(); ++it)
+    if ((*it)->use_empty()) (*it)->erase();
+  return {d, fallback};
 }
 
 // Contractions through cuBLASLt (runtime/cublaslt.cpp): a call that answers non-zero when the
 // library cannot take the problem, and the generated kernels under an scf.if for that case.
 // Contractions with loops around the library call (strides that do not merge) keep the kernels.
+// A conversion and a bias after a contraction go into the library call's epilogue.
 void lowerContractionsToLibrary(mlir::ModuleOp module) {
   std::vector<std::pair<mlir::linalg::GenericOp, kernels::ContractionPlan>> found;
   module.walk([&](mlir::linalg::GenericOp op) {
@@ -89,25 +273,47 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
   b.setInsertionPointToStart(module.getBody());
   auto i64 = b.getI64Type();
   auto decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_cuda_contract",
-                                         b.getFunctionType(std::vector<mlir::Type>(21, i64), {b.getI32Type()}));
+                                         b.getFunctionType(std::vector<mlir::Type>(27, i64), {b.getI32Type()}));
   decl.setPrivate();
   for (auto& [op, plan] : found) {
     mlir::Operation* fill = zeroFillBefore(op);
-    b.setInsertionPoint(op);
+    std::optional<Epilogue> epilogue = epilogueAfter(op, plan, fill);
+    // With an epilogue the call goes where its consumer was: its output may be allocated after
+    // the contraction, and nothing between touches the contraction's buffers.
+    b.setInsertionPoint(epilogue ? epilogue->consumer.getOperation() : op.getOperation());
     const mlir::Location loc = op.getLoc();
+    auto i64Const = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64).getResult(); };
+    const mlir::Value placeholder = mlir::arith::ConstantIntOp::create(b, loc, 0, 1);
+    auto ifOp = mlir::scf::IfOp::create(b, loc, placeholder, /*withElseRegion=*/false);  // its condition comes last
+    mlir::Operation* end = ifOp.thenBlock()->getTerminator();
+    b.setInsertionPoint(ifOp);
     mlir::Value base[3], offset[3];
     const mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
                                      op.getDpsInitOperand(0)->get()};
     for (int x = 0; x < 3; ++x) std::tie(base[x], offset[x]) = kernels::basePointerAndOffset(b, loc, operands[x]);
     std::vector<mlir::Value> args = kernels::contractionCallArgs(b, loc, base, offset, plan);
-    args.push_back(mlir::arith::ConstantIntOp::create(b, loc, fill ? 0 : 1, 64));
+    args.push_back(i64Const(fill ? 0 : 1));
+    mlir::Value extra[6] = {i64Const(0), i64Const(0), i64Const(0), i64Const(0), i64Const(0), i64Const(0)};
+    mlir::Operation* fallbackEpilogue = nullptr;
+    if (epilogue) {
+      mlir::Value d;
+      std::tie(d, fallbackEpilogue) = applyEpilogue(b, *epilogue);
+      std::tie(extra[0], extra[1]) = kernels::basePointerAndOffset(b, loc, d);
+      extra[2] = i64Const(int64_t(*kernels::elemOf(mlir::cast<mlir::MemRefType>(d.getType()).getElementType())));
+      if (epilogue->bias) {
+        const mlir::Value bias = epilogue->bias->get();
+        std::tie(extra[3], extra[4]) = kernels::basePointerAndOffset(b, loc, bias);
+        extra[5] = i64Const(int64_t(*kernels::elemOf(mlir::cast<mlir::MemRefType>(bias.getType()).getElementType())));
+      }
+    }
+    args.insert(args.end(), std::begin(extra), std::end(extra));
     const mlir::Value status = mlir::func::CallOp::create(b, loc, decl, args).getResult(0);
     const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
-    const mlir::Value fallback = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero);
-    auto ifOp = mlir::scf::IfOp::create(b, loc, fallback, /*withElseRegion=*/false);
-    mlir::Operation* end = ifOp.thenBlock()->getTerminator();
+    ifOp.getConditionMutable().assign(mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero));
+    placeholder.getDefiningOp()->erase();
     if (fill) fill->moveBefore(end);
     op->moveBefore(end);
+    if (fallbackEpilogue) fallbackEpilogue->moveBefore(end);
   }
 }
 

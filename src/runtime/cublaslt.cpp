@@ -30,6 +30,8 @@ constexpr Status kSuccess = 0;
 constexpr int kComputeF32 = 68;  // CUBLAS_COMPUTE_32F: full f32 (torch.matmul's default, no TF32)
 constexpr int kTypeF32 = 0, kTypeF16 = 2, kTypeBf16 = 14;  // cudaDataType_t
 constexpr int kDescTransA = 3, kDescTransB = 4;             // cublasLtMatmulDescAttributes_t
+constexpr int kDescEpilogue = 7, kDescBiasPointer = 8, kDescBiasType = 26;
+constexpr uint32_t kEpilogueBias = 4;                       // CUBLASLT_EPILOGUE_BIAS
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;  // cublasLtMatrixLayoutAttribute_t
 constexpr int kPrefWorkspace = 1, kPrefAlignA = 5;            // cublasLtMatmulPreferenceAttributes_t (A..D: 5..8)
 constexpr uint64_t kWorkspaceBytes = 32u << 20;
@@ -193,23 +195,32 @@ extern "C" {
 
 /// C[b][i][j] (+)= sum_k A[b][i][k] * B[b][k][j] on device memory, as radix_kernel_contract takes
 /// it (base + element offset, Elem types a | b << 8, strides in elements; C is f32); `accumulate`
-/// 0 overwrites C. Returns 0 when done (or a CUDA failure was recorded), 1 when the caller must
-/// run its own kernels instead.
+/// 0 overwrites C. With an epilogue (dBase non-zero; overwriting only), the result goes to D
+/// instead, at C's strides from D's base + offset, as dElem (f32, f16, bf16), after adding
+/// bias[j] (biasBase non-zero, biasElem its type). Returns 0 when done (or a CUDA failure was
+/// recorded), 1 when the caller must run its own kernels instead.
 int32_t radix_cuda_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64_t bOffset, int64_t cBase,
                             int64_t cOffset, int64_t types, int64_t batch, int64_t m, int64_t n, int64_t k,
                             int64_t sab, int64_t sam, int64_t sak, int64_t sbb, int64_t sbk, int64_t sbn, int64_t scb,
-                            int64_t scm, int64_t scn, int64_t accumulate) {
+                            int64_t scm, int64_t scn, int64_t accumulate, int64_t dBase, int64_t dOffset, int64_t dElem,
+                            int64_t biasBase, int64_t biasOffset, int64_t biasElem) {
   if (hasError()) return 0;
   ThreadState& state = threadState();
   if (!ready(state)) return 1;
   const int aType = cudaType(types & 0xff), bType = cudaType((types >> 8) & 0xff);
   if (aType < 0 || aType != bType) return 1;
+  const bool epilogue = dBase != 0, bias = biasBase != 0;
+  const int dType = epilogue ? cudaType(dElem) : kTypeF32, biasType = bias ? cudaType(biasElem) : -1;
+  // cuBLASLt's bias has D's type (outside integer and fp8 kernels).
+  if (dType < 0 || (bias && (biasType != dType || !epilogue)) || (epilogue && accumulate)) return 1;
   const int64_t elemBytes = aType == kTypeF32 ? 4 : 2;
   const uint64_t a = uint64_t(aBase + aOffset * elemBytes), b = uint64_t(bBase + bOffset * elemBytes);
-  const uint64_t c = uint64_t(cBase + cOffset * 4);
+  const uint64_t c = epilogue ? uint64_t(dBase + dOffset * (dType == kTypeF32 ? 4 : 2)) : uint64_t(cBase + cOffset * 4);
+  const uint64_t biasAddress = bias ? uint64_t(biasBase + biasOffset * (biasType == kTypeF32 ? 4 : 2)) : 0;
   // D (R x S, column-major) = X (R x K) * Y (K x S): C itself when its rows are contiguous, else
-  // C transposed (row-major C is column-major C^T = B^T A^T).
-  const bool swap = m > 1 && scm != 1;
+  // C transposed (row-major C is column-major C^T = B^T A^T). cuBLASLt adds a bias along D's
+  // rows: C's columns j are those of C^T.
+  const bool swap = bias || (m > 1 && scm != 1);
   std::optional<Matrix> dm, xm, ym;
   uint64_t x, y;
   int64_t sxb, syb;
@@ -227,9 +238,10 @@ int32_t radix_cuda_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64
   if (!dm || dm->transposed || !xm || !ym) return 1;
   if (batch > 1 && scb == 0) return 1;
   const uint32_t alignX = alignmentOf(x), alignY = alignmentOf(y), alignC = alignmentOf(c);
-  const Key key{int(types), batch, dm->rows, dm->cols, k,        xm->ld, ym->ld, dm->ld,
+  const Key key{int(types) | dType << 16 | (biasType + 1) << 24,
+                batch, dm->rows, dm->cols, k, xm->ld, ym->ld, dm->ld,
                 (int64_t(xm->transposed) << 1) | int64_t(ym->transposed) | (accumulate << 2),
-                sxb, syb, scb, int64_t(aType), alignX, alignY, alignC};
+                sxb, syb, scb, int64_t(aType), alignX, alignY, alignC | (bias ? alignmentOf(biasAddress) << 16 : 0)};
   const Lt& l = lt();
   auto [it, fresh] = state.prepared.try_emplace(key);
   Prepared& p = it->second;
@@ -238,9 +250,16 @@ int32_t radix_cuda_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64
     const int32_t ta = xm->transposed ? 1 : 0, tb = ym->transposed ? 1 : 0;  // CUBLAS_OP_T : CUBLAS_OP_N
     l.descSet(p.desc, kDescTransA, &ta, sizeof ta);
     l.descSet(p.desc, kDescTransB, &tb, sizeof tb);
+    if (bias) {
+      const int32_t type = biasType;
+      if (l.descSet(p.desc, kDescEpilogue, &kEpilogueBias, sizeof kEpilogueBias) != kSuccess ||
+          l.descSet(p.desc, kDescBiasType, &type, sizeof type) != kSuccess ||
+          l.descSet(p.desc, kDescBiasPointer, &biasAddress, sizeof biasAddress) != kSuccess)
+        return 1;
+    }
     p.x = layout(aType, *xm, batch, sxb);
     p.y = layout(aType, *ym, batch, syb);
-    p.d = layout(kTypeF32, *dm, batch, scb);
+    p.d = layout(dType, *dm, batch, scb);
     Pref pref = nullptr;
     if (!p.x || !p.y || !p.d || l.prefCreate(&pref) != kSuccess) return 1;
     const uint64_t workspace = state.workspace ? kWorkspaceBytes : 0;
@@ -257,6 +276,8 @@ int32_t radix_cuda_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64
     p.usable = true;
   }
   if (!p.usable) return 1;
+  // The pointer is the call's; the descriptor (and its algorithm) are the problem's.
+  if (bias && l.descSet(p.desc, kDescBiasPointer, &biasAddress, sizeof biasAddress) != kSuccess) return 1;
   const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
   const Status s = l.matmul(state.handle, p.desc, &alpha, reinterpret_cast<const void*>(x), p.x,
                             reinterpret_cast<const void*>(y), p.y, &beta, reinterpret_cast<const void*>(c), p.d,

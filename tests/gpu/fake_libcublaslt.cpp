@@ -2,8 +2,8 @@
 // beside the fake driver (fake_libcuda.cpp, whose device memory is host memory). Unlike the fake
 // driver's launches, its matmuls run: a naive column-major D = alpha op(A) op(B) + beta C over
 // host memory, with cuBLASLt's layouts, transposes, strided batches and f32/f16/bf16 operands. So
-// the tests check what Radix asks of cuBLASLt (layouts, leading dimensions, batch strides, beta)
-// against the CPU's results. It refuses what cuBLASLt refuses: ld < rows, mixed operand types,
+// the tests check what Radix asks of cuBLASLt (layouts, leading dimensions, batch strides, beta,
+// the bias epilogue and D's type) against the CPU's results. It refuses what cuBLASLt refuses: ld < rows, mixed operand types,
 // a missing handle; and it finds no algorithm for alignments below the element size.
 #include <cmath>
 #include <cstdint>
@@ -18,6 +18,9 @@ constexpr int kF32 = 0, kF16 = 2, kBf16 = 14;
 struct Desc {
   int compute, scale;
   int32_t transA = 0, transB = 0;
+  uint32_t epilogue = 1;  // CUBLASLT_EPILOGUE_DEFAULT; 4: BIAS
+  const void* bias = nullptr;
+  int32_t biasType = -1;  // -1: D's
 };
 struct Layout {
   int type;
@@ -57,6 +60,26 @@ float load(const void* base, int type, int64_t i) {
   return sign ? -v : v;
 }
 
+// f32 to f16 or bf16, rounded to nearest even (finite values; overflow is not tested).
+uint16_t narrow(float f, int type) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (type == kBf16) return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+  const uint16_t sign = uint16_t((bits >> 16) & 0x8000);
+  const float a = std::fabs(f);
+  if (a < std::ldexp(1.f, -14)) return uint16_t(sign | uint16_t(std::nearbyint(a * std::ldexp(1.f, 24))));
+  int e;
+  const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  const uint32_t mantissa = uint32_t(std::nearbyint(m * 2048.f));  // 11 bits, may carry to 2048
+  const uint32_t v = (uint32_t(e + 14) << 10) + (mantissa - 1024);
+  return uint16_t(sign | v);
+}
+
+void store(void* base, int type, int64_t i, float v) {
+  if (type == kF32) static_cast<float*>(base)[i] = v;
+  else static_cast<uint16_t*>(base)[i] = narrow(v, type);
+}
+
 // Element (r, c) of op(M) for layout l (column-major, ld), transposed when `t`.
 float at(const void* base, const Layout& l, bool t, int64_t batch, int64_t r, int64_t c) {
   if (t) std::swap(r, c);
@@ -89,9 +112,12 @@ int cublasLtMatmulDescCreate(void** desc, int compute, int scale) {
 }
 int cublasLtMatmulDescSetAttribute(void* desc, int attr, const void* buf, size_t size) {
   auto* d = static_cast<Desc*>(desc);
-  if (size != 4) return kInvalidValue;
-  if (attr == 3) std::memcpy(&d->transA, buf, 4);
+  if (attr == 8 && size == sizeof(void*)) std::memcpy(&d->bias, buf, sizeof(void*));
+  else if (size != 4) return kInvalidValue;
+  else if (attr == 3) std::memcpy(&d->transA, buf, 4);
   else if (attr == 4) std::memcpy(&d->transB, buf, 4);
+  else if (attr == 7) std::memcpy(&d->epilogue, buf, 4);
+  else if (attr == 26) std::memcpy(&d->biasType, buf, 4);
   else return kInvalidValue;
   return kSuccess;
 }
@@ -134,9 +160,15 @@ int cublasLtMatmulAlgoGetHeuristic(void* handle, void* desc, void* a, void* b, v
   const auto* p = static_cast<Pref*>(pref);
   *found = 0;
   if (requested < 1 || !desc || !d) return kInvalidValue;
-  if (la->type != lb->type || lc->type != kF32) return kNotSupported;
-  const uint32_t elem = la->type == kF32 ? 4 : 2;
-  if (refuse || p->align[0] < elem || p->align[1] < elem || p->align[2] < 4 || p->align[3] < 4) return kNotSupported;
+  // D is f32 or A's type; C is D's; a bias has D's type and D's rows.
+  const auto* ld = static_cast<Layout*>(d);
+  const auto* dd = static_cast<Desc*>(desc);
+  if (la->type != lb->type || lc->type != ld->type || (ld->type != kF32 && ld->type != la->type)) return kNotSupported;
+  if (dd->epilogue != 1 && (dd->epilogue != 4 || !dd->bias || (dd->biasType != -1 && dd->biasType != ld->type)))
+    return kNotSupported;
+  const uint32_t elem = la->type == kF32 ? 4 : 2, dElem = ld->type == kF32 ? 4 : 2;
+  if (refuse || p->align[0] < elem || p->align[1] < elem || p->align[2] < dElem || p->align[3] < dElem)
+    return kNotSupported;
   std::memset(&results[0], 0, sizeof results[0]);
   *found = 1;
   return kSuccess;
@@ -158,14 +190,14 @@ int cublasLtMatmul(void* handle, void* desc, const void* alpha, const void* a, v
     return kInvalidValue;
   if (la.batch != ld.batch || lb.batch != ld.batch || lc.batch != ld.batch) return kInvalidValue;
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
-  auto* out = static_cast<float*>(dptr);
   for (int64_t q = 0; q < ld.batch; ++q)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < m; ++i) {
         float sum = 0;
         for (int64_t p = 0; p < k; ++p) sum += at(a, la, dd.transA, q, i, p) * at(b, lb, dd.transB, q, p, j);
-        const float prior = be == 0 ? 0.f : be * static_cast<const float*>(c)[q * lc.batchStride + i + j * lc.ld];
-        out[q * ld.batchStride + i + j * ld.ld] = al * sum + prior;
+        const float prior = be == 0 ? 0.f : be * load(c, lc.type, q * lc.batchStride + i + j * lc.ld);
+        const float bias = dd.epilogue == 4 ? load(dd.bias, ld.type, i) : 0.f;
+        store(dptr, ld.type, q * ld.batchStride + i + j * ld.ld, al * sum + prior + bias);
       }
   std::lock_guard<std::mutex> lock(mutex);
   ++matmuls;

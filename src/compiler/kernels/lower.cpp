@@ -47,14 +47,14 @@ Isa isaOf(const KernelTarget& t) {
   return Isa::x86_64;
 }
 
-namespace {
-
 std::optional<Elem> elemOf(mlir::Type t) {
   if (t.isF32()) return Elem::f32;
   if (t.isF16()) return Elem::f16;
   if (t.isBF16()) return Elem::bf16;
   return std::nullopt;
 }
+
+namespace {
 
 // The block argument `v` is (maybe through one extf to f32).
 mlir::BlockArgument widened(mlir::Value v) {

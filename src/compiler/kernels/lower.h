@@ -12,6 +12,7 @@ class Location;
 class ModuleOp;
 class OpBuilder;
 class Operation;
+class Type;
 class Value;
 namespace func {
 class FuncOp;
@@ -90,6 +91,8 @@ struct ContractionPlan {
 /// contractionCallArgs(b, loc, {a, b, c}, {0, 0, 0}, plan of a {2,3}x{3,4} matmul) -> 20 values
 std::vector<mlir::Value> contractionCallArgs(mlir::OpBuilder& b, mlir::Location loc, const mlir::Value* base,
                                              const mlir::Value* offset, const ContractionPlan& plan);
+/// The Elem of an f32, f16 or bf16 type, else nullopt: elemOf(bf16) -> Elem::bf16
+std::optional<Elem> elemOf(mlir::Type t);
 /// The plan of a linalg.generic on buffers that computes C += A * B, or nullopt.
 std::optional<ContractionPlan> planContraction(mlir::Operation* op);
 /// True when the compile target has every feature of `features` ("+avx512vnni,+avx512vl").
