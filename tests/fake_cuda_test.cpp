@@ -15,6 +15,7 @@
 #include "io_testing.h"
 #include "ops_testing.h"
 #include "radix/models/generate.h"
+#include "radix/nn.h"
 #include "radix/radix.h"
 #include "radix/runtime.h"
 
@@ -81,6 +82,26 @@ const FakeCublasLt* fakeLt() {
     return f;
   }();
   return lt ? &*lt : nullptr;
+}
+
+// The fake cuDNN (tests/gpu/fake_libcudnn.cpp), when RADIX_LIBCUDNN names it.
+struct FakeCudnn {
+  int (*executions)() = nullptr;
+  void (*refuse)(int) = nullptr;
+};
+
+const FakeCudnn* fakeDnn() {
+  static const std::optional<FakeCudnn> dnn = []() -> std::optional<FakeCudnn> {
+    const char* path = std::getenv("RADIX_LIBCUDNN");
+    void* lib = path && *path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (!lib) return std::nullopt;
+    FakeCudnn f;
+    f.executions = reinterpret_cast<int (*)()>(dlsym(lib, "radixFakeCudnnExecutions"));
+    f.refuse = reinterpret_cast<void (*)(int)>(dlsym(lib, "radixFakeCudnnRefuse"));
+    if (!f.executions || !f.refuse) return std::nullopt;
+    return f;
+  }();
+  return dnn ? &*dnn : nullptr;
 }
 
 #define REQUIRE_FAKE()                                                                       \
@@ -282,6 +303,91 @@ TEST(FakeCuda, EpiloguesRunInCublasLt) {
         for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g[i], want[i], tolerance * (1 + std::abs(want[i]))) << i;
       }
     }
+}
+
+// nn::sdpa through cuDNN's graph API: the fake runs the graph (matmuls, the masks read from the
+// call's offset and lengths buffers, softmax, the bf16 probabilities) and the results are the
+// CPU's. No kernel runs around it. What cuDNN's flash attention lacks (f32, a head dim that is
+// not a multiple of 8) and a graph without an engine run the composition.
+struct CudnnAttentionCase {
+  const char* name;
+  DType dtype;
+  int64_t b, hq, hk, nq, nk, hd;
+  bool causal;
+  std::optional<int32_t> offset;
+  std::vector<int32_t> lengths;
+  bool throughCudnn;
+};
+
+struct GpuSdpa {
+  bool causal = false;
+  Tensor forward(Tensor q, Tensor k, Tensor v, std::optional<Tensor> offset, std::optional<Tensor> lengths) const {
+    return nn::sdpa(q, k, v, {.causal = causal, .queryOffset = offset, .keyLengths = lengths});
+  }
+};
+
+TEST(FakeCuda, AttentionRunsThroughCudnn) {
+  REQUIRE_FAKE();
+  if (!fakeDnn()) GTEST_SKIP() << "needs RADIX_LIBCUDNN=<tests/gpu fake cuDNN> (ctest Gpu.fakeDriver)";
+  const std::vector<CudnnAttentionCase> cases = {
+      {"causal prefill, grouped heads", DType::bf16, 1, 4, 2, 24, 24, 16, true, std::nullopt, {}, true},
+      {"causal chunk at an offset, stale keys after it", DType::bf16, 2, 2, 2, 8, 32, 32, true, 5, {}, true},
+      {"decode (q = 1) at position 10 of 64", DType::bf16, 1, 8, 2, 1, 64, 64, true, 10, {}, true},
+      {"key lengths, not causal", DType::bf16, 3, 2, 1, 5, 12, 8, false, std::nullopt, {12, 7, 1}, true},
+      {"f32: the composition", DType::f32, 1, 2, 2, 6, 6, 16, true, std::nullopt, {}, false},
+      {"head dim 12: the composition", DType::bf16, 1, 2, 2, 6, 6, 12, true, std::nullopt, {}, false},
+  };
+  const Platform gpu = Platform::cuda(), cpu = Platform::cpu();
+  for (const CudnnAttentionCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Shape qs = Shape({c.b, c.hq, c.nq, c.hd}, c.dtype).withTags({"b", "h", "q", "hd"});
+    const Shape ks = Shape({c.b, c.hk, c.nk, c.hd}, c.dtype).withTags({"b", "h", "k", "hd"});
+    auto values = [](const Shape& s, double phase) {
+      std::vector<float> v(static_cast<size_t>(s.count()));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(std::sin(double(i) * 0.37 + phase));
+      return v;
+    };
+    const std::vector<float> vq = values(qs, 0), vk = values(ks, 1), vv = values(ks, 2);
+    auto on = [&](const Platform& p) {
+      std::optional<Tensor> offset, lengths;
+      if (c.offset) offset = Tensor::fromValues(p, Shape({}, DType::i32), std::vector<int32_t>{*c.offset});
+      if (!c.lengths.empty()) lengths = Tensor::fromValues(p, Shape({c.b}, DType::i32).withTags({"b"}), c.lengths);
+      return std::tuple{Tensor::fromValues(p, qs, vq), Tensor::fromValues(p, ks, vk), Tensor::fromValues(p, ks, vv),
+                        offset, lengths};
+    };
+    const GpuSdpa fn{c.causal};
+    const auto [hq, hk, hv, hoff, hlen] = on(cpu);
+    const std::vector<float> want =
+        radix::testing::compileAndCall(cpu, &GpuSdpa::forward, fn, hq, hk, hv, hoff, hlen).toVector<float>();
+    const auto [dq, dk, dv, doff, dlen] = on(gpu);
+    Exe exe = compile(gpu, &GpuSdpa::forward, fn, dq, dk, dv, doff, dlen);
+    const int executions = fakeDnn()->executions(), launches = fake()->launches();
+    const Tensor got = exe(fn, dq, dk, dv, doff, dlen);
+    EXPECT_EQ(got.shape(), qs);
+    if (!c.throughCudnn) {
+      EXPECT_EQ(fakeDnn()->executions(), executions) << "cuDNN cannot take it";
+      EXPECT_GT(fake()->launches(), launches) << "the composition's kernels";
+      continue;
+    }
+    EXPECT_EQ(fakeDnn()->executions(), executions + 1) << "one cuDNN graph";
+    EXPECT_EQ(fake()->launches(), launches) << "no kernel";
+    const std::vector<float> g = got.toVector<float>();
+    ASSERT_EQ(g.size(), want.size());
+    // The probabilities are bf16 in cuDNN's graph (its second matmul's operand type).
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], 2e-2 * (1 + std::abs(want[i]))) << i;
+  }
+  // Without an engine for the graph (a shape cuDNN has not planned yet), the composition runs.
+  const Shape qs = Shape({1, 2, 16, 16}, DType::bf16).withTags({"b", "h", "q", "hd"});
+  const Tensor q = Tensor::fromValues(gpu, qs, std::vector<float>(512, 0.5f));
+  const Tensor k = Tensor::fromValues(gpu, qs.withTags({"b", "h", "k", "hd"}), std::vector<float>(512, 0.25f));
+  const std::optional<Tensor> none;
+  Exe exe = compile(gpu, &GpuSdpa::forward, GpuSdpa{true}, q, k, k, none, none);
+  fakeDnn()->refuse(1);
+  const int executions = fakeDnn()->executions(), launches = fake()->launches();
+  EXPECT_EQ(exe(GpuSdpa{true}, q, k, k, none, none).shape(), qs);
+  fakeDnn()->refuse(0);
+  EXPECT_EQ(fakeDnn()->executions(), executions) << "no engine, no execution";
+  EXPECT_GT(fake()->launches(), launches) << "the composition's kernels";
 }
 
 // A gated MLP's two projections of one input, read by one product: both run in cuBLASLt

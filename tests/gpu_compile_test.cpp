@@ -1,6 +1,7 @@
 // The CUDA target without a GPU (docs/gpu.md): programs of each op family compile to host code
 // that embeds sm_90a cubins (assembled by ptxas), written to the cache; Platform::cuda on a
 // machine without the driver is a clear [platform] error.
+#include <dlfcn.h>
 #include <elf.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "radix/runtime.h"
 #include "compiler/gpu.h"
 #include "runtime/cache.h"
+#include "runtime/cudnn.h"
 #include "runtime/elf.h"
 
 namespace {
@@ -184,3 +186,32 @@ TEST(GpuCompile, SplitReductionsKeepTheNumbers) {
 }
 
 }  // namespace
+
+// The attention graph radix_cuda_attention builds, descriptor by descriptor, in the real cuDNN
+// of the CUDA toolkit: every tensor and operation must finalize (attribute names, types and
+// values as cuDNN 9 takes them). Planning needs a GPU; the fake cuDNN (FakeCuda.*) runs the graph.
+TEST(GpuCompile, AttentionGraphFinalizesInCudnn) {
+  const char* root = std::getenv("RADIX_CUDA_PATH");
+  const std::string path = std::string(root && *root ? root : "/usr/local/cuda") + "/lib64/libcudnn.so.9";
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) GTEST_SKIP() << "no cuDNN at " << path << " (the CUDA toolkit's)";
+  radix::detail::cuda::Dnn dnn;
+  ASSERT_EQ(radix::detail::cuda::bindDnn(lib, dnn), "");
+  using radix::detail::cuda::AttentionShape;
+  std::vector<AttentionShape> shapes;
+  AttentionShape prefill;  // causal, grouped heads, no offset
+  prefill.batch = 2, prefill.hq = 12, prefill.hk = 4, prefill.nq = prefill.nk = 512, prefill.hd = 64;
+  prefill.strides = {{{512 * 12 * 64, 64, 12 * 64}, {512 * 4 * 64, 64, 4 * 64}, {512 * 4 * 64, 64, 4 * 64},
+                      {512 * 12 * 64, 64, 12 * 64}}};
+  prefill.causal = true;
+  shapes.push_back(prefill);
+  AttentionShape decode = prefill;  // at a runtime offset, with key lengths too
+  decode.nq = 1, decode.nk = 2048, decode.offset = true, decode.lengths = true, decode.lengthStride = 1;
+  shapes.push_back(decode);
+  for (const AttentionShape& s : shapes) {
+    radix::detail::cuda::DnnGraph g(dnn);
+    radix::detail::cuda::buildAttention(g, s);
+    EXPECT_TRUE(g.ok()) << g.error();
+    EXPECT_EQ(g.operations(), s.lengths ? 18u : 15u);
+  }
+}

@@ -1,5 +1,6 @@
 // The CUDA lowering (docs/gpu.md). On tensors, long reductions with few outputs are split in two
-// (radix-split-reductions). On buffers, contractions call cuBLASLt where the runtime has it;
+// (radix-split-reductions). On buffers, bf16 attention calls cuDNN and contractions cuBLASLt
+// (with its epilogues) where the runtime has them;
 // every other linalg op (and each contraction, for when it has not) becomes a kernel of one
 // thread per output element (a reduction runs sequentially in its thread), launched from the
 // host code, which keeps only launches, library calls, device allocations and copies. MLIR's
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/kernels/attention.h"
 #include "compiler/kernels/lower.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -317,6 +319,36 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
   }
 }
 
+// nn::sdpa's calls through cuDNN (runtime/cudnn.cpp): radix_kernel_attention's argument array,
+// built on the host, goes to radix_cuda_attention, which answers non-zero when cuDNN cannot take
+// the call; the call of the composition then runs under an scf.if. Calls cuDNN's flash attention
+// cannot take whatever the run (f32, a window, a soft cap) keep the composition alone.
+void lowerAttentionToLibrary(mlir::ModuleOp module) {
+  std::vector<std::pair<mlir::func::CallOp, kernels::AttentionPlan>> calls = kernels::attentionCalls(module);
+  std::erase_if(calls, [](const auto& c) {
+    const std::vector<int64_t>& v = c.second.values;
+    return v[kernels::kAttnDtype] != 2 || v[kernels::kAttnKvDtype] != int64_t(kernels::Elem::bf16) ||
+           v[kernels::kAttnWindow] != 0 || v[kernels::kAttnSoftcap] != 0 || v[kernels::kAttnHd] % 8 != 0 ||
+           v[kernels::kAttnHd] > 256;
+  });
+  if (calls.empty()) return;
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_cuda_attention",
+                                         b.getFunctionType({b.getI64Type()}, {b.getI32Type()}));
+  decl.setPrivate();
+  for (auto& [call, plan] : calls) {
+    b.setInsertionPoint(call);
+    const mlir::Location loc = call.getLoc();
+    const mlir::Value args = kernels::attentionArgArray(b, call, plan);
+    const mlir::Value status = mlir::func::CallOp::create(b, loc, decl, mlir::ValueRange{args}).getResult(0);
+    const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
+    const mlir::Value fallback = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero);
+    auto ifOp = mlir::scf::IfOp::create(b, loc, fallback, /*withElseRegion=*/false);
+    call->moveBefore(ifOp.thenBlock()->getTerminator());
+  }
+}
+
 // A reduction with few outputs runs one thread per output: a row's softmax or norm, or a whole
 // sum, in one thread. Splitting its reduced dim in two (linalg::splitReduction) makes a first
 // op with `ratio` times the outputs, each reducing a chunk, and a second that combines the
@@ -459,8 +491,8 @@ void moveHostBuffersToDevice(mlir::ModuleOp module) {
   mlir::IRRewriter rewriter(module.getContext());
   std::vector<mlir::Operation*> ops;
   module.walk([&](mlir::Operation* op) {
-    if (!insideKernel(op) && mlir::isa<mlir::memref::AllocOp, mlir::memref::AllocaOp, mlir::memref::DeallocOp,
-                                       mlir::memref::CopyOp>(op))
+    if (!insideKernel(op) && !op->hasAttr(kernels::kHostArrayAttr) &&
+        mlir::isa<mlir::memref::AllocOp, mlir::memref::AllocaOp, mlir::memref::DeallocOp, mlir::memref::CopyOp>(op))
       ops.push_back(op);
   });
   const mlir::Type token = mlir::gpu::AsyncTokenType::get(module.getContext());
@@ -607,6 +639,7 @@ void lowerForCuda(mlir::ModuleOp module, const std::string& target, const Pipeli
   // PTX 8.0 is the first to know sm_90a; the toolkit's ptxas (13.0) takes it.
   const std::string features = "+ptx80";
   // No canonicalization before mapping: it would fold one-iteration parallel loops into host code.
+  lowerAttentionToLibrary(module);
   lowerContractionsToLibrary(module);
   runPipeline("func.func(convert-linalg-to-parallel-loops)", "cuda loops");
   wrapSequentialLoops(module);

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "fake_half.h"
+
 namespace {
 
 constexpr int kSuccess = 0, kNotInitialized = 1, kInvalidValue = 7, kNotSupported = 15;
@@ -46,38 +48,13 @@ int matmuls = 0, handles = 0, refuse = 0;
 
 float load(const void* base, int type, int64_t i) {
   if (type == kF32) return static_cast<const float*>(base)[i];
-  uint16_t h = static_cast<const uint16_t*>(base)[i];
-  if (type == kBf16) {
-    uint32_t bits = uint32_t(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-  const int sign = h >> 15, exponent = (h >> 10) & 31, mantissa = h & 1023;
-  float v = exponent == 0    ? std::ldexp(float(mantissa), -24)
-            : exponent == 31 ? (mantissa ? NAN : INFINITY)
-                             : std::ldexp(float(mantissa | 1024), exponent - 25);
-  return sign ? -v : v;
-}
-
-// f32 to f16 or bf16, rounded to nearest even (finite values; overflow is not tested).
-uint16_t narrow(float f, int type) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if (type == kBf16) return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-  const uint16_t sign = uint16_t((bits >> 16) & 0x8000);
-  const float a = std::fabs(f);
-  if (a < std::ldexp(1.f, -14)) return uint16_t(sign | uint16_t(std::nearbyint(a * std::ldexp(1.f, 24))));
-  int e;
-  const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  const uint32_t mantissa = uint32_t(std::nearbyint(m * 2048.f));  // 11 bits, may carry to 2048
-  const uint32_t v = (uint32_t(e + 14) << 10) + (mantissa - 1024);
-  return uint16_t(sign | v);
+  const uint16_t h = static_cast<const uint16_t*>(base)[i];
+  return type == kBf16 ? fakegpu::fromBf16(h) : fakegpu::fromF16(h);
 }
 
 void store(void* base, int type, int64_t i, float v) {
   if (type == kF32) static_cast<float*>(base)[i] = v;
-  else static_cast<uint16_t*>(base)[i] = narrow(v, type);
+  else static_cast<uint16_t*>(base)[i] = type == kBf16 ? fakegpu::toBf16(v) : fakegpu::toF16(v);
 }
 
 // Element (r, c) of op(M) for layout l (column-major, ld), transposed when `t`.

@@ -48,6 +48,12 @@ std::vector<Case> cases() {
       {"remainder", {m, m}, [](const Ts& x) { return Ts{x[0].remainder(x[1].abs().add(Tensor::scalar(0.5f, DType::f32).broad(x[1].shape())))}; }, 1e-5},
       {"transpose_reshape", {Shape({8, 32, 48}, DType::f32)},
        [](const Ts& x) { return Ts{x[0].transpose({2, 0, 1}).reshape({48, 256})}; }, 0},
+      // bf16 causal attention with grouped heads: cuDNN's graph where present, else the composition.
+      {"sdpa_bf16_causal_gqa",
+       {Shape({2, 8, 128, 64}, DType::bf16).withTags({"b", "h", "q", "hd"}),
+        Shape({2, 2, 128, 64}, DType::bf16).withTags({"b", "h", "k", "hd"}),
+        Shape({2, 2, 128, 64}, DType::bf16).withTags({"b", "h", "k", "hd"})},
+       [](const Ts& x) { return Ts{nn::sdpa(x[0], x[1], x[2], {.causal = true}).convert(DType::f32)}; }, 3e-2},
   };
 }
 

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The device check, on the GPU machine (docs/gpu.md): the cases that tests/gpu/bundle.sh compiled
 # for cuda:sm_90a on a CPU-only machine, run by the runtime library alone against the CPU's
-# results (op cases, the GPT-2/Llama oracle models' steps), with contractions through cuBLASLt
-# and again as generated kernels; Radix's pp512/tg128 rows and a bf16 GEMM; then PyTorch's matmul
+# results (op cases, the GPT-2/Llama oracle models' steps), with contractions through cuBLASLt and
+# attention through cuDNN, and again as generated kernels; Radix's pp512/tg128 rows and a bf16 GEMM; then PyTorch's matmul
 # and PyTorch eager's pp512/tg128 on the same GPU as peers. A few minutes.
 # usage: tests/gpu/run.sh BUNDLE (the folder, or BUNDLE.tar.xz from bundle.sh --tar)
 set -u
@@ -19,12 +19,17 @@ if [ -z "${RADIX_LIBCUBLASLT:-}" ]; then
   lt=$(python3 -c 'import glob, nvidia.cublas as c; print((sorted(glob.glob(list(c.__path__)[0] + "/lib/libcublasLt.so.*")) or [""])[0])' 2>/dev/null)
   [ -n "$lt" ] && export RADIX_LIBCUBLASLT="$lt"
 fi
-echo "== contractions through cuBLASLt (${RADIX_LIBCUBLASLT:-libcublasLt.so.13 on the loader's path})"
+# cuDNN for attention, likewise (nvidia-cudnn-cu*'s libcudnn.so.9, which finds its engines beside it).
+if [ -z "${RADIX_LIBCUDNN:-}" ]; then
+  dnn=$(python3 -c 'import glob, nvidia.cudnn as c; print((sorted(glob.glob(list(c.__path__)[0] + "/lib/libcudnn.so.9*")) or [""])[0])' 2>/dev/null)
+  [ -n "$dnn" ] && export RADIX_LIBCUDNN="$dnn"
+fi
+echo "== contractions through cuBLASLt (${RADIX_LIBCUBLASLT:-libcublasLt.so.13 on the loader's path}), attention through cuDNN (${RADIX_LIBCUDNN:-libcudnn.so.9 on the loader's path})"
 LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bundle/bin/radix-gpu-check" "$bundle"
 status=$?
-echo "== contractions as generated kernels (no cuBLASLt)"
-RADIX_LIBCUBLASLT=/nonexistent/libcublasLt.so LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  "$bundle/bin/radix-gpu-check" "$bundle" || status=1
+echo "== generated kernels only (no cuBLASLt, no cuDNN)"
+RADIX_LIBCUBLASLT=/nonexistent/libcublasLt.so RADIX_LIBCUDNN=/nonexistent/libcudnn.so \
+  LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bundle/bin/radix-gpu-check" "$bundle" || status=1
 python3 - <<'PY' 2>&1 || true
 import time
 try:

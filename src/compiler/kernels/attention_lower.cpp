@@ -48,14 +48,9 @@ std::optional<double> floatOption(mlir::DictionaryAttr options, llvm::StringRef 
   return a.getValueAsDouble();
 }
 
-// The int64 argument array of one call, with -1 where a buffer's address goes; nullopt when the
-// function's options or buffers are not what the kernel takes.
-struct Planned {
-  std::vector<int64_t> values;
-  std::vector<int> buffers;  // argument slot of each call operand's base (offset at slot + 1)
-};
+}  // namespace
 
-std::optional<Planned> planFor(mlir::func::CallOp call, mlir::func::FuncOp callee) {
+std::optional<AttentionPlan> planAttentionCall(mlir::func::CallOp call, mlir::func::FuncOp callee) {
   auto options = callee->getAttrOfType<mlir::DictionaryAttr>("radix.kernel_options");
   if (!options || callee.getNumResults() != 0) return std::nullopt;
   const char* names[] = {"causal", "window", "offset", "lengths", "dtype", "hq", "hk", "nq", "nk", "hd",
@@ -86,7 +81,7 @@ std::optional<Planned> planFor(mlir::func::CallOp call, mlir::func::FuncOp calle
     if (tensor ? !isElem(e, want) : !e.isInteger(32)) return std::nullopt;
     if (!tensor && type.getRank() > 1) return std::nullopt;
   }
-  Planned p;
+  AttentionPlan p;
   p.values.assign(kAttnArgCount, 0);
   auto& v = p.values;
   p.buffers = {kAttnQ, kAttnK, kAttnV};
@@ -110,17 +105,16 @@ std::optional<Planned> planFor(mlir::func::CallOp call, mlir::func::FuncOp calle
   return p;
 }
 
-void emitCall(mlir::func::CallOp call, Planned plan, mlir::func::FuncOp decl, AttentionIsa isa, int threads) {
-  plan.values[kAttnThreads] = threads;
-  plan.values[kAttnIsa] = static_cast<int64_t>(isa);
+mlir::Value attentionArgArray(mlir::OpBuilder& b, mlir::func::CallOp call, const AttentionPlan& plan) {
   auto fn = call->getParentOfType<mlir::func::FuncOp>();
-  mlir::OpBuilder b(call);
   const mlir::Location loc = call.getLoc();
   mlir::Value array;
   {
     mlir::OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&fn.getBody().front());
-    array = mlir::memref::AllocaOp::create(b, loc, mlir::MemRefType::get({kAttnArgCount}, b.getI64Type()));
+    auto alloca = mlir::memref::AllocaOp::create(b, loc, mlir::MemRefType::get({kAttnArgCount}, b.getI64Type()));
+    alloca->setAttr(kHostArrayAttr, b.getUnitAttr());
+    array = alloca;
   }
   auto toI64 = [&](mlir::Value index) {
     return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
@@ -137,32 +131,42 @@ void emitCall(mlir::func::CallOp call, Planned plan, mlir::func::FuncOp decl, At
     mlir::Value at = mlir::arith::ConstantIndexOp::create(b, loc, i);
     mlir::memref::StoreOp::create(b, loc, value, array, mlir::ValueRange{at});
   }
-  mlir::Value address = toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array).getResult());
-  mlir::func::CallOp::create(b, loc, decl, mlir::ValueRange{address});
-  call.erase();
+  return toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array).getResult());
 }
 
-}  // namespace
+std::vector<std::pair<mlir::func::CallOp, AttentionPlan>> attentionCalls(mlir::ModuleOp module,
+                                                                         std::vector<mlir::func::FuncOp>* marked) {
+  std::vector<std::pair<mlir::func::CallOp, AttentionPlan>> found;
+  std::vector<mlir::func::FuncOp> functions;
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
+    auto kind = fn->getAttrOfType<mlir::StringAttr>("radix.kernel");
+    if (kind && kind.getValue() == "attention") functions.push_back(fn);
+  }
+  if (!functions.empty())
+    module.walk([&](mlir::func::CallOp call) {
+      auto callee = module.lookupSymbol<mlir::func::FuncOp>(call.getCallee());
+      if (!callee || std::find(functions.begin(), functions.end(), callee) == functions.end()) return;
+      if (auto plan = planAttentionCall(call, callee)) found.emplace_back(call, std::move(*plan));
+    });
+  if (marked) *marked = std::move(functions);
+  return found;
+}
 
 int attentionIsaFor(const KernelTarget& target) { return static_cast<int>(attentionIsaOf(target)); }
 
 int lowerAttentionToKernels(mlir::ModuleOp module, const KernelTarget& target) {
-  std::vector<std::pair<mlir::func::CallOp, Planned>> found;
   std::vector<mlir::func::FuncOp> marked;
-  for (auto fn : module.getOps<mlir::func::FuncOp>()) {
-    auto kind = fn->getAttrOfType<mlir::StringAttr>("radix.kernel");
-    if (kind && kind.getValue() == "attention") marked.push_back(fn);
-  }
-  if (marked.empty()) return 0;
-  module.walk([&](mlir::func::CallOp call) {
-    auto callee = module.lookupSymbol<mlir::func::FuncOp>(call.getCallee());
-    if (!callee || std::find(marked.begin(), marked.end(), callee) == marked.end()) return;
-    if (auto plan = planFor(call, callee)) found.emplace_back(call, std::move(*plan));
-  });
+  std::vector<std::pair<mlir::func::CallOp, AttentionPlan>> found = attentionCalls(module, &marked);
   if (!found.empty()) {
     const AttentionIsa isa = attentionIsaOf(target);
     mlir::func::FuncOp decl = declareKernel(module, kAttentionSymbol, 1);
-    for (auto& [call, plan] : found) emitCall(call, plan, decl, isa, target.threads);
+    for (auto& [call, plan] : found) {
+      plan.values[kAttnThreads] = target.threads;
+      plan.values[kAttnIsa] = static_cast<int64_t>(isa);
+      mlir::OpBuilder b(call);
+      mlir::func::CallOp::create(b, call.getLoc(), decl, mlir::ValueRange{attentionArgArray(b, call, plan)});
+      call.erase();
+    }
   }
   for (mlir::func::FuncOp fn : marked)
     if (mlir::SymbolTable::symbolKnownUseEmpty(fn, module)) fn.erase();

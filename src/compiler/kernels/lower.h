@@ -1,5 +1,6 @@
 #pragma once
 // After bufferization: linalg contractions -> calls into the kernel library (kernels.h).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@ class Operation;
 class Type;
 class Value;
 namespace func {
+class CallOp;
 class FuncOp;
 }
 }
@@ -65,6 +67,26 @@ int lowerAttentionToKernels(mlir::ModuleOp module, const KernelTarget& target);
 
 /// The attention kernel variant (an AttentionIsa value) compiled code asks for on `target`.
 int attentionIsaFor(const KernelTarget& target);
+
+/// A call of nn::sdpa's marked function as radix_kernel_attention's int64 array describes it:
+/// the array's constant values (AttentionArg order; threads and isa left 0) and the array slot of
+/// each call operand's buffer (its base; the element offset goes at slot + 1).
+struct AttentionPlan {
+  std::vector<int64_t> values;
+  std::vector<int> buffers;
+};
+/// The plan of a call of `callee` (marked radix.kernel = "attention"), or nullopt when its
+/// options or buffers are not what the array describes.
+std::optional<AttentionPlan> planAttentionCall(mlir::func::CallOp call, mlir::func::FuncOp callee);
+/// The module's calls of marked functions that have a plan; `marked`, when given, receives the
+/// marked functions.
+std::vector<std::pair<mlir::func::CallOp, AttentionPlan>> attentionCalls(mlir::ModuleOp module,
+                                                                         std::vector<mlir::func::FuncOp>* marked = nullptr);
+/// Fills a call's argument array before it, in an alloca at its function's entry (marked
+/// kHostArrayAttr: host memory on every target) and returns its address as i64.
+mlir::Value attentionArgArray(mlir::OpBuilder& b, mlir::func::CallOp call, const AttentionPlan& plan);
+/// Marks an alloca of host code that stays in host memory when a GPU lowering moves the others.
+constexpr const char* kHostArrayAttr = "radix.host_array";
 
 /// True when lowerContractionsToKernels would replace `op` with a kernel call.
 bool isKernelContraction(mlir::Operation* op);
