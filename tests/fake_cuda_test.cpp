@@ -390,6 +390,60 @@ TEST(FakeCuda, AttentionRunsThroughCudnn) {
   EXPECT_GT(fake()->launches(), launches) << "the composition's kernels";
 }
 
+// Convolutions through cuDNN's graph API (the fake runs them): strides, dilations, groups,
+// depthwise, 1-D (a unit axis added for cuDNN), NHWC, each against the CPU's results with one
+// cuDNN graph; bf16 runs through cuDNN too (its rounding to bf16 is a kernel here, not run).
+struct CudnnConvCase {
+  const char* name;
+  DType dtype;
+  std::vector<int64_t> input, kernel;
+  Tensor::ConvOptions options;
+};
+
+TEST(FakeCuda, ConvolutionsRunThroughCudnn) {
+  REQUIRE_FAKE();
+  if (!fakeDnn()) GTEST_SKIP() << "needs RADIX_LIBCUDNN=<tests/gpu fake cuDNN> (ctest Gpu.fakeDriver)";
+  const std::vector<CudnnConvCase> cases = {
+      {"3x3, padded", DType::f32, {2, 3, 7, 9}, {4, 3, 3, 3}, {.padding = {{1, 1}, {1, 1}}}},
+      {"stride 2, dilation 2, 2 groups", DType::f32, {1, 4, 11, 10}, {6, 2, 3, 2},
+       {.strides = {2, 2}, .rhsDilation = {2, 1}, .featureGroups = 2}},
+      {"depthwise", DType::f32, {2, 5, 6, 6}, {5, 1, 3, 3}, {.padding = {{1, 1}, {0, 2}}, .featureGroups = 5}},
+      {"1-D", DType::f32, {2, 3, 17}, {4, 3, 5}, {.strides = {3}}},
+      {"NHWC", DType::f32, {1, 6, 5, 3}, {8, 3, 3, 3}, {.inputFeature = 3, .inputSpatial = {1, 2}}},
+      {"bf16", DType::bf16, {1, 4, 8, 8}, {8, 4, 3, 3}, {.padding = {{1, 1}, {1, 1}}}},
+  };
+  const Platform gpu = Platform::cuda(), cpu = Platform::cpu();
+  for (const CudnnConvCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Shape xs(c.input, c.dtype), ws(c.kernel, c.dtype);
+    std::vector<float> vx(static_cast<size_t>(xs.count())), vw(static_cast<size_t>(ws.count()));
+    for (size_t i = 0; i < vx.size(); ++i) vx[i] = static_cast<float>(int(i * 7 % 13) - 6) / 4.f;
+    for (size_t i = 0; i < vw.size(); ++i) vw[i] = static_cast<float>(int(i * 5 % 11) - 5) / 4.f;
+    auto fn = [&](const Tensor& x, const Tensor& w) { return x.convolution(w, c.options); };
+    const Tensor hx = Tensor::fromValues(cpu, xs, vx), hw = Tensor::fromValues(cpu, ws, vw);
+    const std::vector<float> want = compile(cpu, fn, hx, hw)(hx, hw).toVector<float>();
+    const Tensor dx = Tensor::fromValues(gpu, xs, vx), dw = Tensor::fromValues(gpu, ws, vw);
+    Exe exe = compile(gpu, fn, dx, dw);
+    const int executions = fakeDnn()->executions();
+    const Tensor got = exe(dx, dw);
+    EXPECT_EQ(fakeDnn()->executions(), executions + 1) << "one cuDNN graph";
+    if (c.dtype != DType::f32) continue;
+    const std::vector<float> g = got.toVector<float>();
+    ASSERT_EQ(g.size(), want.size());
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << i;
+  }
+  // Without an engine, the generated loops (the fill and the convolution at least).
+  const Tensor x = Tensor::fromValues(gpu, Shape({1, 2, 5, 5}, DType::f32), std::vector<float>(50, 1.f));
+  const Tensor w = Tensor::fromValues(gpu, Shape({3, 2, 2, 2}, DType::f32), std::vector<float>(24, 1.f));
+  Exe exe = compile(gpu, [](const Tensor& a, const Tensor& b) { return a.conv2d(b, {}); }, x, w);
+  fakeDnn()->refuse(1);
+  const int executions = fakeDnn()->executions(), launches = fake()->launches();
+  EXPECT_EQ(exe(x, w).shape(), Shape({1, 3, 4, 4}, DType::f32));
+  fakeDnn()->refuse(0);
+  EXPECT_EQ(fakeDnn()->executions(), executions);
+  EXPECT_GE(fake()->launches(), launches + 2) << "the fill and the convolution as kernels";
+}
+
 // A gated MLP's two projections of one input, read by one product: both run in cuBLASLt
 // without their zero fills, though each fill and contraction has the other's between them;
 // only the product is a kernel.

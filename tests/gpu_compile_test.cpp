@@ -15,6 +15,7 @@
 #include "radix/runtime.h"
 #include "compiler/gpu.h"
 #include "runtime/cache.h"
+#include "compiler/kernels/conv.h"
 #include "runtime/cudnn.h"
 #include "runtime/elf.h"
 
@@ -187,10 +188,11 @@ TEST(GpuCompile, SplitReductionsKeepTheNumbers) {
 
 }  // namespace
 
-// The attention graph radix_cuda_attention builds, descriptor by descriptor, in the real cuDNN
-// of the CUDA toolkit: every tensor and operation must finalize (attribute names, types and
-// values as cuDNN 9 takes them). Planning needs a GPU; the fake cuDNN (FakeCuda.*) runs the graph.
-TEST(GpuCompile, AttentionGraphFinalizesInCudnn) {
+// The graphs radix_cuda_attention and radix_cuda_conv build, descriptor by descriptor, in the
+// real cuDNN of the CUDA toolkit: every tensor and operation must finalize (attribute names,
+// types and values as cuDNN 9 takes them). Planning needs a GPU; the fake cuDNN (FakeCuda.*)
+// runs the graphs.
+TEST(GpuCompile, GraphsFinalizeInCudnn) {
   const char* root = std::getenv("RADIX_CUDA_PATH");
   const std::string path = std::string(root && *root ? root : "/usr/local/cuda") + "/lib64/libcudnn.so.9";
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -214,4 +216,13 @@ TEST(GpuCompile, AttentionGraphFinalizesInCudnn) {
     EXPECT_TRUE(g.ok()) << g.error();
     EXPECT_EQ(g.operations(), s.lengths ? 18u : 15u);
   }
+  // A 3x3 convolution, padded by 1, stride 2, 2 groups, bf16 NCHW {2, 8, 15, 17} -> {2, 6, 8, 9}.
+  using namespace radix::kernels;
+  std::vector<int64_t> conv = {int64_t(Elem::bf16), 2, 0, 2, 8, 6, 2};
+  conv.insert(conv.end(), {15, 3, 8, 2, 1, 1, 1, 17, 3, 9, 2, 1, 1, 1});
+  conv.insert(conv.end(), {8 * 15 * 17, 15 * 17, 17, 1, 4 * 9, 9, 3, 1, 6 * 8 * 9, 8 * 9, 9, 1});
+  radix::detail::cuda::DnnGraph g(dnn);
+  radix::detail::cuda::buildConvolution(g, conv.data());
+  EXPECT_TRUE(g.ok()) << g.error();
+  EXPECT_EQ(g.operations(), 1u);
 }

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "compiler/kernels/attention.h"
+#include "compiler/kernels/conv.h"
+#include "compiler/kernels/conv_lower.h"
 #include "compiler/kernels/lower.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -349,6 +351,238 @@ void lowerAttentionToLibrary(mlir::ModuleOp module) {
   }
 }
 
+// The zero padding ops/conv.cpp's padAndSpread writes into a convolution's input: a generic
+// with no inputs whose body loads the source at clamped (index - before) positions and selects
+// 0 outside it. cuDNN pads by itself: the convolution can read the source.
+struct Padding {
+  mlir::linalg::GenericOp op;
+  mlir::Value source;
+  std::vector<int64_t> before, after;  // per axis
+};
+
+std::optional<Padding> paddingOf(mlir::linalg::GenericOp conv, mlir::Value x) {
+  auto padded = mlir::dyn_cast<mlir::MemRefType>(x.getType());
+  if (!padded || !padded.hasStaticShape() || !x.getDefiningOp<mlir::memref::AllocOp>()) return std::nullopt;
+  mlir::linalg::GenericOp op;
+  for (mlir::Operation* prev = conv->getPrevNode(); prev; prev = prev->getPrevNode()) {
+    auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(prev);
+    if (g && g.hasPureBufferSemantics() && g.getNumDpsInits() == 1 && g.getDpsInitOperand(0)->get() == x) {
+      op = g;
+      break;
+    }
+    if (mayInterfere(prev, {}, {x})) return std::nullopt;
+  }
+  if (!op || op.getNumDpsInputs() != 0 || op.getNumLoops() != op.getNumParallelLoops() ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity() || !onlyUsedBy(x, {op, conv}))
+    return std::nullopt;
+  auto yield = mlir::cast<mlir::linalg::YieldOp>(op.getBody()->getTerminator());
+  auto select = yield.getNumOperands() == 1 ? yield.getOperand(0).getDefiningOp<mlir::arith::SelectOp>() : nullptr;
+  auto zero = select ? select.getFalseValue().getDefiningOp<mlir::arith::ConstantOp>() : nullptr;
+  auto load = select ? select.getTrueValue().getDefiningOp<mlir::memref::LoadOp>() : nullptr;
+  auto zeroValue = zero ? mlir::dyn_cast<mlir::FloatAttr>(zero.getValue()) : nullptr;
+  if (!load || !zeroValue || !zeroValue.getValue().isPosZero() || load.getMemRefType().getRank() != padded.getRank() ||
+      !load.getMemRefType().hasStaticShape())
+    return std::nullopt;
+  auto indexOf = [&](mlir::Value v) -> int64_t {
+    auto i = v.getDefiningOp<mlir::linalg::IndexOp>();
+    return i && i->getParentOp() == op.getOperation() ? int64_t(i.getDim()) : -1;
+  };
+  auto constant = [](mlir::Value v) -> std::optional<int64_t> {
+    if (auto c = v.getDefiningOp<mlir::arith::ConstantIndexOp>()) return c.value();
+    return std::nullopt;
+  };
+  Padding p{op, load.getMemRef(), {}, {}};
+  for (int64_t d = 0; d < padded.getRank(); ++d) {
+    const mlir::Value index = load.getIndices()[d];
+    const int64_t size = load.getMemRefType().getDimSize(d);
+    // min(max(index(d) - before, 0), size - 1), its steps folded away where they do nothing.
+    int64_t before = 0;
+    mlir::Value v = index;
+    if (auto min = v.getDefiningOp<mlir::arith::MinSIOp>()) {
+      if (constant(min.getRhs()) != size - 1) return std::nullopt;
+      v = min.getLhs();
+    }
+    if (auto max = v.getDefiningOp<mlir::arith::MaxSIOp>()) {
+      if (constant(max.getRhs()) != 0) return std::nullopt;
+      v = max.getLhs();
+    }
+    if (auto sub = v.getDefiningOp<mlir::arith::SubIOp>()) {
+      if (!constant(sub.getRhs())) return std::nullopt;
+      before = *constant(sub.getRhs());
+      v = sub.getLhs();
+    }
+    if (indexOf(v) != d) return std::nullopt;
+    const int64_t after = padded.getDimSize(d) - before - size;
+    if (before < 0 || after < 0) return std::nullopt;
+    p.before.push_back(before), p.after.push_back(after);
+  }
+  // The padding moves to the convolution's fallback: nothing between may write its source.
+  for (mlir::Operation* between = op->getNextNode(); between != conv.getOperation(); between = between->getNextNode())
+    if (mayInterfere(between, {rootOf(p.source)}, {x})) return std::nullopt;
+  return p;
+}
+
+// A convolution generic (ops/conv.cpp's form on buffers: output loops, then the group's input
+// feature and the window's taps) as cuDNN sees it: radix_cuda_conv's words after the pointers
+// (kernels/conv.h's kCudaConv* layout), the input it reads (the padding's source where the
+// padding folds into cuDNN's), or nullopt for anything else.
+struct CudnnConv {
+  std::vector<int64_t> words;
+  mlir::Value x;
+  mlir::Operation* padding = nullptr;  // moves to the fallback
+};
+
+std::optional<CudnnConv> cudnnConvolution(mlir::linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || !kernels::isMulAddGeneric(op) || kernels::isKernelContraction(op) ||
+      op.getNumDpsInputs() != 2)
+    return std::nullopt;
+  mlir::MemRefType types[3];
+  llvm::SmallVector<int64_t> strides[3];
+  const mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
+                                   op.getDpsInitOperand(0)->get()};
+  for (int x = 0; x < 3; ++x) {
+    types[x] = mlir::dyn_cast<mlir::MemRefType>(operands[x].getType());
+    int64_t offset;
+    if (!types[x] || !types[x].hasStaticShape() || mlir::failed(types[x].getStridesAndOffset(strides[x], offset)) ||
+        llvm::any_of(strides[x], mlir::ShapedType::isDynamic))
+      return std::nullopt;
+  }
+  const auto xType = kernels::elemOf(types[0].getElementType()), wType = kernels::elemOf(types[1].getElementType());
+  if (!xType || xType != wType || !types[2].getElementType().isF32()) return std::nullopt;
+  const auto maps = op.getIndexingMapsArray();
+  const llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  const auto iterators = op.getIteratorTypesArray();
+  const size_t loops = ranges.size();
+  auto reduction = [&](size_t l) { return iterators[l] == mlir::utils::IteratorType::reduction; };
+  // The output indexes each parallel loop once; the kernel each of its loops plainly: the output
+  // feature (parallel), the input feature and the taps (reductions).
+  if (!maps[2].isProjectedPermutation() || maps[2].getNumResults() != op.getNumParallelLoops()) return std::nullopt;
+  std::vector<int> kernelAxis(loops, -1), outputAxis(loops, -1);
+  for (unsigned r = 0; r < maps[2].getNumResults(); ++r) outputAxis[maps[2].getDimPosition(r)] = int(r);
+  int64_t outFeature = -1;
+  for (unsigned r = 0; r < maps[1].getNumResults(); ++r) {
+    auto d = mlir::dyn_cast<mlir::AffineDimExpr>(maps[1].getResult(r));
+    if (!d) return std::nullopt;
+    kernelAxis[d.getPosition()] = int(r);
+    if (!reduction(d.getPosition())) {
+      if (outFeature >= 0) return std::nullopt;
+      outFeature = d.getPosition();
+    }
+  }
+  if (outFeature < 0 || maps[1].getNumResults() != types[1].getRank()) return std::nullopt;
+  // The input: a batch axis (one parallel loop), a feature axis (the input-feature loop, plus the
+  // group's offset: outFeature floordiv q * gf), and spatial axes (position * stride + tap *
+  // dilation).
+  struct Spatial {
+    int64_t axis, position, stride, tap, dilation;
+  };
+  int64_t batchAxis = -1, batchLoop = -1, featureAxis = -1, featureLoop = -1, groups = 1;
+  std::vector<Spatial> spatial;
+  for (unsigned r = 0; r < maps[0].getNumResults(); ++r) {
+    std::vector<int64_t> coef(loops, 0);
+    std::optional<kernels::FloorTerm> floor;
+    if (!kernels::decompose(maps[0].getResult(r), 1, coef, floor)) return std::nullopt;
+    std::vector<size_t> used;
+    for (size_t l = 0; l < loops; ++l)
+      if (coef[l] != 0) used.push_back(l);
+    if (used.size() == 1 && !reduction(used[0]) && coef[used[0]] == 1 && !floor && batchAxis < 0) {
+      batchAxis = r, batchLoop = int64_t(used[0]);
+    } else if (used.size() == 1 && reduction(used[0]) && coef[used[0]] == 1 && featureAxis < 0) {
+      featureAxis = r, featureLoop = int64_t(used[0]);
+      if (floor) {
+        if (int64_t(floor->dim) != outFeature || floor->scale != ranges[used[0]] || ranges[outFeature] % floor->divisor)
+          return std::nullopt;
+        groups = ranges[outFeature] / floor->divisor;
+      }
+    } else if (used.size() == 2 && !floor && int64_t(used[0]) == outFeature && reduction(used[1]) &&
+               coef[used[1]] == 1 && coef[used[0]] == ranges[used[1]] && featureAxis < 0) {
+      // One output feature per group (depthwise): the group's offset outFeature floordiv 1 * gf
+      // folded into a plain term.
+      featureAxis = r, featureLoop = int64_t(used[1]), groups = ranges[outFeature];
+    } else if (used.size() == 2 && !floor && !reduction(used[0]) && reduction(used[1])) {
+      spatial.push_back({int64_t(r), int64_t(used[0]), coef[used[0]], int64_t(used[1]), coef[used[1]]});
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (batchAxis < 0 || featureAxis < 0 || spatial.empty() || batchLoop == outFeature ||
+      kernelAxis[featureLoop] < 0 || maps[0].getNumResults() != types[0].getRank() || types[2].getRank() != types[0].getRank())
+    return std::nullopt;
+  const int64_t ns = int64_t(spatial.size());
+  if (op.getNumParallelLoops() != unsigned(2 + ns) || op.getNumReductionLoops() != unsigned(1 + ns)) return std::nullopt;
+  CudnnConv out{{int64_t(*xType), ns, 1 /* accumulate */, ranges[batchLoop], types[0].getDimSize(featureAxis),
+                 ranges[outFeature], groups},
+                operands[0]};
+  std::vector<int64_t>& words = out.words;
+  if (types[0].getDimSize(featureAxis) != groups * ranges[featureLoop]) return std::nullopt;
+  // Zeros around the spatial axes only: cuDNN's padding.
+  std::optional<Padding> padding = paddingOf(op, operands[0]);
+  if (padding && (padding->before[batchAxis] || padding->after[batchAxis] || padding->before[featureAxis] ||
+                  padding->after[featureAxis]))
+    padding.reset();
+  llvm::SmallVector<int64_t> xStrides = strides[0];
+  if (padding) {
+    auto source = mlir::cast<mlir::MemRefType>(padding->source.getType());
+    int64_t offset;
+    xStrides.clear();
+    if (mlir::failed(source.getStridesAndOffset(xStrides, offset)) || llvm::any_of(xStrides, mlir::ShapedType::isDynamic))
+      padding.reset(), xStrides = strides[0];
+  }
+  for (const Spatial& sp : spatial) {
+    if (kernelAxis[sp.tap] < 0) return std::nullopt;
+    const int64_t before = padding ? padding->before[sp.axis] : 0, after = padding ? padding->after[sp.axis] : 0;
+    words.insert(words.end(), {types[0].getDimSize(sp.axis) - before - after, ranges[sp.tap], ranges[sp.position],
+                               sp.stride, sp.dilation, before, after});
+  }
+  if (padding) out.x = padding->source, out.padding = padding->op;
+  // Strides in elements: X {n, c, spatial...}, W {k, c / groups, taps...}, Y {n, k, positions...}.
+  words.insert(words.end(), {xStrides[batchAxis], xStrides[featureAxis]});
+  for (const Spatial& sp : spatial) words.push_back(xStrides[sp.axis]);
+  words.insert(words.end(), {strides[1][kernelAxis[outFeature]], strides[1][kernelAxis[featureLoop]]});
+  for (const Spatial& sp : spatial) words.push_back(strides[1][kernelAxis[sp.tap]]);
+  words.insert(words.end(), {strides[2][outputAxis[batchLoop]], strides[2][outputAxis[outFeature]]});
+  for (const Spatial& sp : spatial) words.push_back(strides[2][outputAxis[sp.position]]);
+  return out;
+}
+
+// Convolutions through cuDNN (runtime/cudnn.cpp's radix_cuda_conv), the generic under an scf.if
+// for what cuDNN cannot take; a zero fill of the output before it moves there too (beta = 0), and
+// so does the padding of the input that cuDNN does itself.
+void lowerConvolutionsToLibrary(mlir::ModuleOp module) {
+  std::vector<std::pair<mlir::linalg::GenericOp, CudnnConv>> found;
+  module.walk([&](mlir::linalg::GenericOp op) {
+    if (auto conv = cudnnConvolution(op)) found.emplace_back(op, std::move(*conv));
+  });
+  if (found.empty()) return;
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto i64 = b.getI64Type();
+  auto decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_cuda_conv",
+                                         b.getFunctionType(std::vector<mlir::Type>(7, i64), {b.getI32Type()}));
+  decl.setPrivate();
+  for (auto& [op, conv] : found) {
+    mlir::Operation* fill = zeroFillBefore(op);
+    b.setInsertionPoint(op);
+    const mlir::Location loc = op.getLoc();
+    conv.words[kernels::kCudaConvAccumulate] = fill ? 0 : 1;
+    std::vector<mlir::Value> args, array;
+    for (mlir::Value v : {conv.x, op.getDpsInputOperand(1)->get(), op.getDpsInitOperand(0)->get()}) {
+      auto [base, offset] = kernels::basePointerAndOffset(b, loc, v);
+      args.insert(args.end(), {base, offset});
+    }
+    for (int64_t w : conv.words) array.push_back(mlir::arith::ConstantIntOp::create(b, loc, w, 64));
+    args.push_back(kernels::hostArray(b, op, array));
+    const mlir::Value status = mlir::func::CallOp::create(b, loc, decl, args).getResult(0);
+    const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
+    const mlir::Value fallback = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero);
+    auto ifOp = mlir::scf::IfOp::create(b, loc, fallback, /*withElseRegion=*/false);
+    mlir::Operation* end = ifOp.thenBlock()->getTerminator();
+    if (conv.padding) conv.padding->moveBefore(end);
+    if (fill) fill->moveBefore(end);
+    op->moveBefore(end);
+  }
+}
+
 // A reduction with few outputs runs one thread per output: a row's softmax or norm, or a whole
 // sum, in one thread. Splitting its reduced dim in two (linalg::splitReduction) makes a first
 // op with `ratio` times the outputs, each reducing a chunk, and a second that combines the
@@ -640,6 +874,7 @@ void lowerForCuda(mlir::ModuleOp module, const std::string& target, const Pipeli
   const std::string features = "+ptx80";
   // No canonicalization before mapping: it would fold one-iteration parallel loops into host code.
   lowerAttentionToLibrary(module);
+  lowerConvolutionsToLibrary(module);
   lowerContractionsToLibrary(module);
   runPipeline("func.func(convert-linalg-to-parallel-loops)", "cuda loops");
   wrapSequentialLoops(module);

@@ -1,11 +1,11 @@
-// radix_cuda_attention: nn::sdpa's calls in compiled GPU code (compiler/gpu.cpp) through cuDNN's
-// graph API (flash attention), loaded at run time like the driver (dlopen; $RADIX_LIBCUDNN, else
-// libcudnn.so.9). The graph is the one cudnn-frontend builds for SDPA on cuDNN 9 (matmul, scale,
-// masks, softmax with its statistics, matmul); the masks read the call's own device buffers (the
-// query offset, the key lengths), so no kernel of ours runs before it. It answers 1 when cuDNN
-// cannot take a call (no library or handle, f32 or f16 inputs, a head dim that is not a
-// multiple of 8 or is over 256, a sliding window, a soft cap, no engine for the graph): the
-// composition then runs. CUDA failures are kept per thread (cuda.h's recordError).
+// radix_cuda_attention and radix_cuda_conv: nn::sdpa's calls and convolutions in compiled GPU code
+// (compiler/gpu.cpp) through cuDNN's graph API, loaded at run time like the driver (dlopen;
+// $RADIX_LIBCUDNN, else libcudnn.so.9). Attention is the graph cudnn-frontend builds for SDPA on
+// cuDNN 9 (matmul, scale, masks, softmax with its statistics, matmul); its masks read the call's
+// own device buffers (the query offset, the key lengths), so no kernel of ours runs before it.
+// A convolution is one CONVOLUTION_FORWARD operation. Each answers 1 when cuDNN cannot take a call
+// (no library or handle, types or options it lacks, no engine for the graph): the generated code
+// then runs. CUDA failures are kept per thread (cuda.h's recordError).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "compiler/kernels/attention.h"
+#include "compiler/kernels/conv.h"
 #include "runtime/cuda.h"
 #include "runtime/cudnn.h"
 
@@ -156,6 +157,30 @@ void DnnGraph::reduction(int reduceOp, int64_t x, int64_t y) {
   set(op, kOpReductionX, kTypeBackendDescriptor, 1, &tensors_.at(size_t(x - 1)));
   set(op, kOpReductionY, kTypeBackendDescriptor, 1, &tensors_.at(size_t(y - 1)));
   finalize(op, "a reduction operation");
+  ops_.push_back(op);
+}
+
+void DnnGraph::convolution(int64_t x, int64_t w, int64_t y, const ConvWindow& window, float beta) {
+  void* conv = create(kConvolution);
+  const int f32 = kFloat, mode = kCrossCorrelation;
+  const int64_t spatial = int64_t(window.strides.size());
+  set(conv, kConvCompType, kTypeDataType, 1, &f32);
+  set(conv, kConvMode, kTypeConvolutionMode, 1, &mode);
+  set(conv, kConvSpatialDims, kTypeInt64, 1, &spatial);
+  set(conv, kConvPrePaddings, kTypeInt64, spatial, window.before.data());
+  set(conv, kConvPostPaddings, kTypeInt64, spatial, window.after.data());
+  set(conv, kConvDilations, kTypeInt64, spatial, window.dilations.data());
+  set(conv, kConvFilterStrides, kTypeInt64, spatial, window.strides.data());
+  finalize(conv, "a convolution descriptor");
+  void* op = create(kOperationConvForward);
+  const float alpha = 1;
+  set(op, kOpConvX, kTypeBackendDescriptor, 1, &tensors_.at(size_t(x - 1)));
+  set(op, kOpConvW, kTypeBackendDescriptor, 1, &tensors_.at(size_t(w - 1)));
+  set(op, kOpConvY, kTypeBackendDescriptor, 1, &tensors_.at(size_t(y - 1)));
+  set(op, kOpConvDesc, kTypeBackendDescriptor, 1, &conv);
+  set(op, kOpConvAlpha, kTypeFloat, 1, &alpha);
+  set(op, kOpConvBeta, kTypeFloat, 1, &beta);
+  finalize(op, "a convolution operation");
   ops_.push_back(op);
 }
 
@@ -309,6 +334,32 @@ void buildAttention(DnnGraph& g, const AttentionShape& s) {
   g.matmul(probs, v, o);
 }
 
+void buildConvolution(DnnGraph& g, const int64_t* words) {
+  using namespace kernels;
+  const int64_t ns = words[kCudaConvSpatial], groups = words[kCudaConvGroups];
+  const int64_t* axes = words + kCudaConvAxes;
+  const int64_t* strides = axes + kCudaConvAxisWords * ns;  // x's 2 + ns, then w's, then y's
+  const bool lifted = ns == 1;
+  std::vector<int64_t> xd = {words[kCudaConvN], words[kCudaConvC]}, wd = {words[kCudaConvK], words[kCudaConvC] / groups},
+                       yd = {words[kCudaConvN], words[kCudaConvK]}, xs(strides, strides + 2),
+                       ws(strides + 2 + ns, strides + 4 + ns), ys(strides + 4 + 2 * ns, strides + 6 + 2 * ns),
+                       convStrides, dilations, before, after;
+  if (lifted) {
+    xd.push_back(1), wd.push_back(1), yd.push_back(1), convStrides.push_back(1), dilations.push_back(1);
+    before.push_back(0), after.push_back(0);
+    xs.push_back(xs[1]), ws.push_back(ws[1]), ys.push_back(ys[1]);
+  }
+  for (int64_t i = 0; i < ns; ++i) {
+    const int64_t* a = axes + kCudaConvAxisWords * i;
+    xd.push_back(a[0]), wd.push_back(a[1]), yd.push_back(a[2]), convStrides.push_back(a[3]), dilations.push_back(a[4]);
+    before.push_back(a[5]), after.push_back(a[6]);
+    xs.push_back(strides[2 + i]), ws.push_back(strides[4 + ns + i]), ys.push_back(strides[6 + 2 * ns + i]);
+  }
+  const int type = words[kCudaConvType] == int64_t(Elem::bf16) ? kBfloat16 : words[kCudaConvType] == int64_t(Elem::f16) ? kHalf : kFloat;
+  const int64_t x = g.tensor(type, xd, xs), w = g.tensor(type, wd, ws), y = g.tensor(kFloat, yd, ys);
+  g.convolution(x, w, y, {convStrides, dilations, before, after}, words[kCudaConvAccumulate] ? 1.f : 0.f);
+}
+
 std::vector<const void*> attentionPointers(const int64_t* args, const AttentionShape& s, const float* scale,
                                            const float* negInf, const int32_t* fixedOffset) {
   using namespace kernels;
@@ -347,6 +398,39 @@ DnnThread& dnnThread() {
   return *mine;
 }
 
+// The thread's handle, made on first use; false without one.
+bool ready(DnnThread& t) {
+  if (!t.tried) {
+    t.tried = true;
+    if (dnn().create(&t.handle) != 0) t.handle = nullptr;
+  }
+  return t.handle != nullptr;
+}
+
+// The problem's planned graph, built by `build` on first use; null where cuDNN has no engine.
+template <class Build>
+DnnGraph* planned(DnnThread& t, const std::vector<int64_t>& key, const Build& build) {
+  auto [it, fresh] = t.graphs.try_emplace(key);
+  if (fresh) {
+    auto g = std::make_unique<DnnGraph>(dnn());
+    g->keepAtExit();
+    build(*g);
+    if (g->ok() && g->plan(t.handle)) it->second = std::move(g);
+  }
+  return it->second.get();
+}
+
+// A workspace of at least `bytes` (grown, never shrunk); false when it cannot be allocated.
+bool reserveWorkspace(DnnThread& t, int64_t bytes) {
+  if (uint64_t(bytes) <= t.workspaceBytes) return true;
+  const uint64_t size = std::max<uint64_t>(uint64_t(bytes), kInitialWorkspace);
+  DevicePtr p = 0;
+  if (driver().memAlloc(&p, size) != 0) return false;
+  if (t.workspace) driver().memFree(t.workspace);
+  t.workspace = p, t.workspaceBytes = size;
+  return true;
+}
+
 }  // namespace
 
 }  // namespace radix::detail::cuda
@@ -366,31 +450,14 @@ int32_t radix_cuda_attention(int64_t argsAddress) {
   for (const int slot : {radix::kernels::kAttnQ, radix::kernels::kAttnK, radix::kernels::kAttnV, radix::kernels::kAttnOut})
     if ((args[slot] + args[slot + 1] * 2) % 16 != 0) return 1;  // the tensors' declared alignment
   DnnThread& t = dnnThread();
-  if (!t.tried) {
-    t.tried = true;
-    if (dnn().create(&t.handle) != 0) t.handle = nullptr;
-  }
-  if (!t.handle) return 1;
+  if (!ready(t)) return 1;
   std::vector<int64_t> key(args, args + radix::kernels::kAttnArgCount);
   for (int slot : {radix::kernels::kAttnQ, radix::kernels::kAttnK, radix::kernels::kAttnV, radix::kernels::kAttnOut,
                    radix::kernels::kAttnOffset, radix::kernels::kAttnLengths})
     key[size_t(slot)] = key[size_t(slot)] != 0, key[size_t(slot) + 1] = 0;  // present or not; addresses vary
-  auto [it, fresh] = t.graphs.try_emplace(key);
-  if (fresh) {
-    auto g = std::make_unique<DnnGraph>(dnn());
-    g->keepAtExit();
-    buildAttention(*g, *shape);
-    if (g->ok() && g->plan(t.handle)) it->second = std::move(g);
-  }
-  DnnGraph* g = it->second.get();
-  if (!g) return 1;
-  if (uint64_t(g->workspaceBytes()) > t.workspaceBytes) {
-    const uint64_t bytes = std::max<uint64_t>(uint64_t(g->workspaceBytes()), kInitialWorkspace);
-    DevicePtr p = 0;
-    if (driver().memAlloc(&p, bytes) != 0) return 1;
-    if (t.workspace) driver().memFree(t.workspace);
-    t.workspace = p, t.workspaceBytes = bytes;
-  }
+  key.insert(key.begin(), 0);
+  DnnGraph* g = planned(t, key, [&](DnnGraph& graph) { buildAttention(graph, *shape); });
+  if (!g || !reserveWorkspace(t, g->workspaceBytes())) return 1;
   const float scale = shape->scale, negInf = -std::numeric_limits<float>::infinity();
   const int32_t fixedOffset = static_cast<int32_t>(shape->nk - shape->nq);
   if (dnn().setStream(t.handle, callStream()) != 0) return 1;
@@ -398,6 +465,31 @@ int32_t radix_cuda_attention(int64_t argsAddress) {
               reinterpret_cast<void*>(t.workspace)))
     return 1;
   return 0;
+}
+
+/// y (+)= conv(x, w) through cuDNN on device memory: base + element offset of each, and the
+/// address of a kCudaConv* descriptor (compiler/kernels/conv.h). Returns 0 when done (or a CUDA
+/// failure was recorded), 1 when the caller must run its own kernels instead.
+int32_t radix_cuda_conv(int64_t xBase, int64_t xOffset, int64_t wBase, int64_t wOffset, int64_t yBase, int64_t yOffset,
+                        int64_t descAddress) {
+  using namespace radix::kernels;
+  if (hasError()) return 0;
+  const auto* words = reinterpret_cast<const int64_t*>(descAddress);
+  if (!dnn().problem.empty() || !driver().problem.empty()) return 1;
+  const int64_t elem = words[kCudaConvType] == int64_t(Elem::f32) ? 4 : 2;
+  const uint64_t x = uint64_t(xBase + xOffset * elem), w = uint64_t(wBase + wOffset * elem), y = uint64_t(yBase + yOffset * 4);
+  if (x % 16 || w % 16 || y % 16) return 1;  // the tensors' declared alignment
+  DnnThread& t = dnnThread();
+  if (!ready(t)) return 1;
+  const int64_t ns = words[kCudaConvSpatial];
+  std::vector<int64_t> key(words, words + kCudaConvAxes + kCudaConvAxisWords * ns + 3 * (2 + ns));
+  key.insert(key.begin(), 1);  // convolutions apart from attention arrays
+  DnnGraph* g = planned(t, key, [&](DnnGraph& graph) { buildConvolution(graph, words); });
+  if (!g) return 1;
+  if (!reserveWorkspace(t, g->workspaceBytes()) || dnn().setStream(t.handle, callStream()) != 0) return 1;
+  const std::vector<const void*> pointers = {reinterpret_cast<const void*>(x), reinterpret_cast<const void*>(w),
+                                             reinterpret_cast<const void*>(y)};
+  return g->run(t.handle, pointers, reinterpret_cast<void*>(t.workspace)) ? 0 : 1;
 }
 
 }  // extern "C"

@@ -30,14 +30,17 @@ const Dnn& dnn();
 std::string bindDnn(void* lib, Dnn& out);
 
 // cudnnBackendDescriptorType_t
-constexpr int kPointwise = 0, kEngineConfig = 3, kEngineHeur = 4, kExecutionPlan = 5, kOperationPointwise = 13,
+constexpr int kPointwise = 0, kConvolution = 1, kOperationConvForward = 10, kEngineConfig = 3, kEngineHeur = 4, kExecutionPlan = 5, kOperationPointwise = 13,
               kOperationGraph = 15, kVariantPack = 16, kTensor = 17, kMatmul = 18, kOperationMatmul = 19,
               kReduction = 21, kOperationReduction = 22;
 // cudnnBackendAttributeType_t
 constexpr int kTypeHandle = 0, kTypeDataType = 1, kTypeBoolean = 2, kTypeInt64 = 3, kTypeFloat = 4, kTypeVoidPtr = 6,
-              kTypeHeurMode = 8, kTypePointwiseMode = 14, kTypeBackendDescriptor = 15, kTypeReductionOperator = 18;
+              kTypeConvolutionMode = 7, kTypeHeurMode = 8, kTypePointwiseMode = 14, kTypeBackendDescriptor = 15, kTypeReductionOperator = 18;
 // cudnnBackendAttributeName_t
 constexpr int kPointwiseMode = 0, kPointwiseMathPrec = 1, kPointwiseAxis = 9;
+constexpr int kConvCompType = 100, kConvMode = 101, kConvDilations = 102, kConvFilterStrides = 103,
+              kConvPostPaddings = 104, kConvPrePaddings = 105, kConvSpatialDims = 106;
+constexpr int kOpConvAlpha = 700, kOpConvBeta = 701, kOpConvDesc = 702, kOpConvW = 703, kOpConvX = 704, kOpConvY = 705;
 constexpr int kEngineHeurMode = 200, kEngineHeurGraph = 201, kEngineHeurResults = 202;
 constexpr int kPlanHandle = 400, kPlanEngineConfig = 401, kPlanWorkspaceSize = 402;
 constexpr int kOpPointwiseDescriptor = 750, kOpPointwiseX = 751, kOpPointwiseB = 752, kOpPointwiseY = 753,
@@ -54,6 +57,7 @@ constexpr int kFloat = 0, kHalf = 2, kInt32 = 4, kBfloat16 = 9, kBoolean = 11;
 constexpr int kAdd = 0, kMul = 1, kDiv = 6, kSub = 9, kExp = 13, kLog = 15, kCmpGe = 303, kCmpLt = 304,
               kLogicalAnd = 400, kGenIndex = 501, kBinarySelect = 601;
 constexpr int kReduceAdd = 0, kReduceMax = 3;
+constexpr int kCrossCorrelation = 1;  // cudnnConvolutionMode_t
 constexpr int kHeurModeFallback = 2, kHeurModeA = 3;
 
 /// One operation graph: its tensors (numbered 1, 2, ... as their unique ids), its operations,
@@ -77,6 +81,13 @@ class DnnGraph {
   void matmul(int64_t a, int64_t b, int64_t c);
   /// y = reduce(x) over the dims where y has size 1: reduction(kReduceMax, scores, rowMax)
   void reduction(int reduceOp, int64_t x, int64_t y);
+  /// Per spatial axis: stride, dilation, zeros before and after.
+  struct ConvWindow {
+    std::vector<int64_t> strides, dilations, before, after;
+  };
+  /// y = beta · y + the cross-correlation of x {n, c, spatial...} with w {k, c / groups,
+  /// window...} (groups implied by c). convolution(x, w, y, {{2, 2}, {1, 1}, {1, 1}, {1, 1}}, 0)
+  void convolution(int64_t x, int64_t w, int64_t y, const ConvWindow& window, float beta);
   /// Finalizes the graph and keeps the first engine configuration that plans; false (and
   /// error()) when none does.
   bool plan(void* handle);
@@ -121,6 +132,10 @@ std::optional<AttentionShape> attentionShape(const int64_t* args);
 /// The attention graph of cudnn-frontend's SDPA: Q·Kᵀ, the scale, the masks (causal: key j for
 /// query i when j <= i + offset; lengths: j < lengths[b]), softmax with statistics, ·V.
 void buildAttention(DnnGraph& g, const AttentionShape& s);
+/// radix_cuda_conv's graph from its descriptor (kernels/conv.h's kCudaConv* words): x, w, y
+/// (y f32), one convolution; a 1-D convolution gets a unit spatial axis in front (cuDNN's
+/// tensors have 4 dims or more).
+void buildConvolution(DnnGraph& g, const int64_t* words);
 /// The variant pack's pointers for buildAttention's graph, in its tensors' order.
 std::vector<const void*> attentionPointers(const int64_t* args, const AttentionShape& s, const float* scale,
                                            const float* negInf, const int32_t* fixedOffset);

@@ -5,7 +5,8 @@
 // right types), the variant pack must bind every non-virtual tensor, aligned as declared. Then it
 // runs the graph naively, in operation order: matmuls, pointwise ops and reductions over
 // broadcast dims, virtual tensors held (and rounded) in their data type. So the tests check the
-// graphs Radix builds against the CPU's results.
+// graphs Radix builds against the CPU's results. Convolutions run too (cross-correlation with
+// strides, dilations, groups).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,11 +26,12 @@ constexpr int kSuccess = 0, kNotInitialized = 1001, kBadParam = 2000, kNotSuppor
 
 // Descriptor types, attribute types, attribute names and enum values (cudnn_graph_v9.h).
 enum : int {
-  dPointwise = 0, dEngineConfig = 3, dEngineHeur = 4, dPlan = 5, dOpPointwise = 13, dOpGraph = 15, dVariantPack = 16,
+  dPointwise = 0, dConvolution = 1, dOpConvForward = 10, dEngineConfig = 3, dEngineHeur = 4, dPlan = 5, dOpPointwise = 13, dOpGraph = 15, dVariantPack = 16,
   dTensor = 17, dMatmul = 18, dOpMatmul = 19, dReduction = 21, dOpReduction = 22
 };
 enum : int {
-  tHandle = 0, tDataType = 1, tBoolean = 2, tInt64 = 3, tFloat = 4, tVoidPtr = 6, tHeurMode = 8, tPointwiseMode = 14,
+  tHandle = 0, tDataType = 1, tBoolean = 2, tInt64 = 3, tFloat = 4, tVoidPtr = 6, tConvMode = 7, tHeurMode = 8,
+  tPointwiseMode = 14,
   tDescriptor = 15, tReductionOp = 18
 };
 enum : int { kF32 = 0, kF16 = 2, kI32 = 4, kBf16 = 9, kBool = 11 };
@@ -71,6 +73,11 @@ const std::map<std::pair<int, int>, int>& schema() {
       {{dOpGraph, 800}, tHandle},      {{dOpGraph, 801}, tDescriptor}, {{dEngineHeur, 200}, tHeurMode},
       {{dEngineHeur, 201}, tDescriptor}, {{dPlan, 400}, tHandle},      {{dPlan, 401}, tDescriptor},
       {{dVariantPack, 1000}, tInt64},  {{dVariantPack, 1001}, tVoidPtr}, {{dVariantPack, 1003}, tVoidPtr},
+      {{dConvolution, 100}, tDataType}, {{dConvolution, 101}, tConvMode}, {{dConvolution, 102}, tInt64},
+      {{dConvolution, 103}, tInt64},   {{dConvolution, 104}, tInt64},  {{dConvolution, 105}, tInt64},
+      {{dConvolution, 106}, tInt64},   {{dOpConvForward, 700}, tFloat}, {{dOpConvForward, 701}, tFloat},
+      {{dOpConvForward, 702}, tDescriptor}, {{dOpConvForward, 703}, tDescriptor}, {{dOpConvForward, 704}, tDescriptor},
+      {{dOpConvForward, 705}, tDescriptor},
   };
   return s;
 }
@@ -107,7 +114,7 @@ bool finalizedTensor(const Desc* t) { return t && alive.contains(const_cast<Desc
 // The operands of an operation: (attribute, tensor).
 std::vector<Desc*> operandsOf(const Desc* op) {
   std::vector<Desc*> out;
-  for (int name : {751, 752, 758, 753, 1520, 1521, 1522, 1610, 1611})
+  for (int name : {751, 752, 758, 753, 1520, 1521, 1522, 1610, 1611, 704, 703, 705})
     if (Desc* t = descriptor(op, name)) out.push_back(t);
   return out;
 }
@@ -158,6 +165,23 @@ int finalizeOperation(Desc* d) {
       return kBadParam;
     for (size_t i = 0; i + 2 < r; ++i)
       if (!broadcasts(a->dims[i], c->dims[i]) || !broadcasts(b->dims[i], c->dims[i])) return kBadParam;
+    return kSuccess;
+  }
+  if (d->type == dOpConvForward) {
+    // Y's spatial sizes follow from X's, W's and the descriptor's; groups from X's and W's features.
+    const Desc *x = descriptor(d, 704), *w = descriptor(d, 703), *y = descriptor(d, 705), *conv = descriptor(d, 702);
+    if (!x || !w || !y || !conv || !conv->finalized || !has(d, 700) || !has(d, 701)) return kBadParam;
+    const size_t r = x->dims.size();
+    if (r < 4 || w->dims.size() != r || y->dims.size() != r) return kBadParam;
+    const std::vector<int64_t> strides = array<int64_t>(conv, 103), dilations = array<int64_t>(conv, 102),
+                               pre = array<int64_t>(conv, 105), post = array<int64_t>(conv, 104);
+    if (strides.size() != r - 2 || dilations.size() != r - 2 || pre.size() != r - 2 || post.size() != r - 2) return kBadParam;
+    if (y->dims[0] != x->dims[0] || y->dims[1] != w->dims[0] || x->dims[1] % w->dims[1] != 0 ||
+        w->dims[0] % (x->dims[1] / w->dims[1]) != 0)
+      return kBadParam;
+    for (size_t i = 0; i + 2 < r; ++i)
+      if (y->dims[i + 2] != (x->dims[i + 2] + pre[i] + post[i] - dilations[i] * (w->dims[i + 2] - 1) - 1) / strides[i] + 1)
+        return kBadParam;
     return kSuccess;
   }
   if (d->type == dOpReduction) {
@@ -279,6 +303,28 @@ void runOperation(Run& run, const Desc* op) {
       }
       write(run, c, i, sum);
     });
+  } else if (op->type == dOpConvForward) {
+    const Desc *x = descriptor(op, 704), *w = descriptor(op, 703), *y = descriptor(op, 705), *conv = descriptor(op, 702);
+    const std::vector<int64_t> strides = array<int64_t>(conv, 103), dilations = array<int64_t>(conv, 102),
+                               pre = array<int64_t>(conv, 105);
+    const float beta = scalar<float>(op, 701);
+    const size_t ns = x->dims.size() - 2;
+    const int64_t perGroup = w->dims[1], outPerGroup = w->dims[0] / (x->dims[1] / perGroup);
+    forEachIndex(y->dims, [&](const std::vector<int64_t>& yi) {
+      float sum = 0;
+      std::vector<int64_t> window(w->dims.begin() + 2, w->dims.end());
+      window.insert(window.begin(), perGroup);
+      forEachIndex(window, [&](const std::vector<int64_t>& t) {  // (input feature in the group, taps...)
+        std::vector<int64_t> xi = {yi[0], yi[1] / outPerGroup * perGroup + t[0]}, wi = {yi[1], t[0]};
+        for (size_t i = 0; i < ns; ++i) {
+          const int64_t at = yi[2 + i] * strides[i] + t[1 + i] * dilations[i] - pre[i];
+          if (at < 0 || at >= x->dims[2 + i]) return;
+          xi.push_back(at), wi.push_back(t[1 + i]);
+        }
+        sum += read(run, x, xi, x->dims) * read(run, w, wi, w->dims);
+      });
+      write(run, y, yi, sum + (beta != 0 ? beta * read(run, y, yi, y->dims) : 0.f));
+    });
   } else {
     const Desc *x = descriptor(op, 1610), *y = descriptor(op, 1611);
     const bool max = scalar<int>(descriptor(op, 1612), 1600) == 3;
@@ -350,8 +396,11 @@ int cudnnBackendFinalize(void* p) {
     case dTensor: status = finalizeTensor(d); break;
     case dPointwise: status = has(d, 0) && has(d, 1) ? kSuccess : kBadParam; break;
     case dMatmul: status = has(d, 1500) ? kSuccess : kBadParam; break;
+    case dConvolution:
+      for (int name : {100, 101, 102, 103, 104, 105, 106}) if (!has(d, name)) status = kBadParam;
+      break;
     case dReduction: status = has(d, 1600) && has(d, 1601) ? kSuccess : kBadParam; break;
-    case dOpPointwise: case dOpMatmul: case dOpReduction: status = finalizeOperation(d); break;
+    case dOpPointwise: case dOpMatmul: case dOpReduction: case dOpConvForward: status = finalizeOperation(d); break;
     case dOpGraph: {
       if (!has(d, 801) || !has(d, 800)) return kBadParam;
       std::map<int64_t, const Desc*> byUid;

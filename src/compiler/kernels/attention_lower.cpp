@@ -106,32 +106,14 @@ std::optional<AttentionPlan> planAttentionCall(mlir::func::CallOp call, mlir::fu
 }
 
 mlir::Value attentionArgArray(mlir::OpBuilder& b, mlir::func::CallOp call, const AttentionPlan& plan) {
-  auto fn = call->getParentOfType<mlir::func::FuncOp>();
   const mlir::Location loc = call.getLoc();
-  mlir::Value array;
-  {
-    mlir::OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&fn.getBody().front());
-    auto alloca = mlir::memref::AllocaOp::create(b, loc, mlir::MemRefType::get({kAttnArgCount}, b.getI64Type()));
-    alloca->setAttr(kHostArrayAttr, b.getUnitAttr());
-    array = alloca;
-  }
-  auto toI64 = [&](mlir::Value index) {
-    return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
-  };
-  std::vector<mlir::Value> dynamic(kAttnArgCount);
-  for (size_t i = 0; i < plan.buffers.size(); ++i) {
-    mlir::Value buffer = call.getOperand(static_cast<unsigned>(i));
-    auto meta = mlir::memref::ExtractStridedMetadataOp::create(b, loc, buffer);
-    dynamic[plan.buffers[i]] = toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer).getResult());
-    dynamic[plan.buffers[i] + 1] = toI64(meta.getOffset());
-  }
-  for (int i = 0; i < kAttnArgCount; ++i) {
-    mlir::Value value = dynamic[i] ? dynamic[i] : mlir::arith::ConstantIntOp::create(b, loc, plan.values[i], 64).getResult();
-    mlir::Value at = mlir::arith::ConstantIndexOp::create(b, loc, i);
-    mlir::memref::StoreOp::create(b, loc, value, array, mlir::ValueRange{at});
-  }
-  return toI64(mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array).getResult());
+  std::vector<mlir::Value> words(kAttnArgCount);
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    std::tie(words[plan.buffers[i]], words[plan.buffers[i] + 1]) =
+        basePointerAndOffset(b, loc, call.getOperand(static_cast<unsigned>(i)));
+  for (int i = 0; i < kAttnArgCount; ++i)
+    if (!words[i]) words[i] = mlir::arith::ConstantIntOp::create(b, loc, plan.values[i], 64);
+  return hostArray(b, call, words);
 }
 
 std::vector<std::pair<mlir::func::CallOp, AttentionPlan>> attentionCalls(mlir::ModuleOp module,

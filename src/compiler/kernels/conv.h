@@ -87,6 +87,23 @@ constexpr int kConvDescHeader = 5;
 /// (size, sa, sc).
 constexpr int kPoolDescHeader = 5;
 
+/// radix_cuda_conv's descriptor (runtime/cudnn.cpp; i64 words): the input's and kernel's Elem,
+/// the spatial axes ns, accumulate (1: y += conv, 0: y = conv), n, c (input features), k
+/// (output features), groups, then per spatial axis kCudaConvAxisWords words (input size,
+/// window, output size, stride, dilation, zeros before, zeros after), then the strides of x {n,
+/// c, spatial...}, w {k, c / groups, window...} and y {n, k, spatial...}.
+enum CudaConvWord : int {
+  kCudaConvType = 0,
+  kCudaConvSpatial,
+  kCudaConvAccumulate,
+  kCudaConvN,
+  kCudaConvC,
+  kCudaConvK,
+  kCudaConvGroups,
+  kCudaConvAxes,  // kCudaConvAxisWords per spatial axis, then the strides
+};
+constexpr int kCudaConvAxisWords = 7;
+
 }  // namespace radix::kernels
 
 extern "C" {

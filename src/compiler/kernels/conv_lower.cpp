@@ -26,19 +26,8 @@ namespace {
 constexpr const char* kConvSymbol = "radix_kernel_conv";
 constexpr const char* kPoolSymbol = "radix_kernel_pool";
 
-std::optional<Elem> elemOf(mlir::Type t) {
-  if (t.isF32()) return Elem::f32;
-  if (t.isF16()) return Elem::f16;
-  if (t.isBF16()) return Elem::bf16;
-  return std::nullopt;
-}
+}  // namespace
 
-struct FloorTerm {
-  unsigned dim;
-  int64_t divisor, scale;
-};
-
-// e * scale as per-loop coefficients plus at most one floordiv term; false for anything else.
 bool decompose(mlir::AffineExpr e, int64_t scale, std::vector<int64_t>& coef, std::optional<FloorTerm>& floor) {
   if (auto d = mlir::dyn_cast<mlir::AffineDimExpr>(e)) {
     coef[d.getPosition()] += scale;
@@ -68,6 +57,8 @@ bool decompose(mlir::AffineExpr e, int64_t scale, std::vector<int64_t>& coef, st
     default: return false;
   }
 }
+
+namespace {
 
 struct ConvPlan {
   Elem aType, bType;

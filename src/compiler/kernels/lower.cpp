@@ -252,6 +252,25 @@ std::pair<mlir::Value, mlir::Value> basePointerAndOffset(mlir::OpBuilder& b, mli
           toI64(meta.getOffset())};
 }
 
+mlir::Value hostArray(mlir::OpBuilder& b, mlir::Operation* at, const std::vector<mlir::Value>& words) {
+  const mlir::Location loc = at->getLoc();
+  mlir::Value array;
+  {
+    mlir::OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&at->getParentOfType<mlir::func::FuncOp>().getBody().front());
+    auto alloca =
+        mlir::memref::AllocaOp::create(b, loc, mlir::MemRefType::get({int64_t(words.size())}, b.getI64Type()));
+    alloca->setAttr(kHostArrayAttr, b.getUnitAttr());
+    array = alloca;
+  }
+  for (size_t i = 0; i < words.size(); ++i)
+    mlir::memref::StoreOp::create(b, loc, words[i], array,
+                                  mlir::ValueRange{mlir::arith::ConstantIndexOp::create(b, loc, int64_t(i))});
+  return mlir::arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                          mlir::memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array).getResult())
+      .getResult();
+}
+
 mlir::Value filledValue(mlir::Operation* op) {
   auto g = mlir::dyn_cast_or_null<mlir::linalg::GenericOp>(op);
   if (!g || g.getNumDpsInputs() != 0 || g.getNumDpsInits() != 1) return {};

@@ -87,6 +87,9 @@ std::vector<std::pair<mlir::func::CallOp, AttentionPlan>> attentionCalls(mlir::M
 mlir::Value attentionArgArray(mlir::OpBuilder& b, mlir::func::CallOp call, const AttentionPlan& plan);
 /// Marks an alloca of host code that stays in host memory when a GPU lowering moves the others.
 constexpr const char* kHostArrayAttr = "radix.host_array";
+/// An int64 array of `words` (i64 values) stored before `at`, in an alloca at its function's
+/// entry marked kHostArrayAttr; its address as i64. hostArray(b, call, {base, offset, ...})
+mlir::Value hostArray(mlir::OpBuilder& b, mlir::Operation* at, const std::vector<mlir::Value>& words);
 
 /// True when lowerContractionsToKernels would replace `op` with a kernel call.
 bool isKernelContraction(mlir::Operation* op);
