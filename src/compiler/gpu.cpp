@@ -67,6 +67,26 @@ bool touchesMemory(mlir::Operation* root) {
   return found;
 }
 
+// A runtime library entry (runtime/cublaslt.cpp, cudnn.cpp): `args` i64 values, an i32 status.
+mlir::func::FuncOp declareLibraryCall(mlir::ModuleOp module, llvm::StringRef name, unsigned args) {
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  auto decl = mlir::func::FuncOp::create(b, module.getLoc(), name,
+                                         b.getFunctionType(std::vector<mlir::Type>(args, b.getI64Type()), {b.getI32Type()}));
+  decl.setPrivate();
+  return decl;
+}
+
+// Calls the library entry at b's insertion point; the scf.if taken when it answers non-zero (the
+// library cannot take the call), for the generated code to move into.
+mlir::scf::IfOp callWithFallback(mlir::OpBuilder& b, mlir::Location loc, mlir::func::FuncOp decl,
+                                 const std::vector<mlir::Value>& args) {
+  const mlir::Value status = mlir::func::CallOp::create(b, loc, decl, args).getResult(0);
+  const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
+  const mlir::Value fallback = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero);
+  return mlir::scf::IfOp::create(b, loc, fallback, /*withElseRegion=*/false);
+}
+
 // The buffer a value views through reshapes (an allocation or an argument).
 mlir::Value bufferUnder(mlir::Value v) {
   for (;;) {
@@ -273,12 +293,8 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
     if (auto plan = kernels::planContraction(op); plan && plan->loops.empty()) found.emplace_back(op, *plan);
   });
   if (found.empty()) return;
+  const mlir::func::FuncOp decl = declareLibraryCall(module, "radix_cuda_contract", 27);
   mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  auto i64 = b.getI64Type();
-  auto decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_cuda_contract",
-                                         b.getFunctionType(std::vector<mlir::Type>(27, i64), {b.getI32Type()}));
-  decl.setPrivate();
   for (auto& [op, plan] : found) {
     mlir::Operation* fill = zeroFillBefore(op);
     std::optional<Epilogue> epilogue = epilogueAfter(op, plan, fill);
@@ -287,10 +303,6 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
     b.setInsertionPoint(epilogue ? epilogue->consumer.getOperation() : op.getOperation());
     const mlir::Location loc = op.getLoc();
     auto i64Const = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64).getResult(); };
-    const mlir::Value placeholder = mlir::arith::ConstantIntOp::create(b, loc, 0, 1);
-    auto ifOp = mlir::scf::IfOp::create(b, loc, placeholder, /*withElseRegion=*/false);  // its condition comes last
-    mlir::Operation* end = ifOp.thenBlock()->getTerminator();
-    b.setInsertionPoint(ifOp);
     mlir::Value base[3], offset[3];
     const mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
                                      op.getDpsInitOperand(0)->get()};
@@ -301,7 +313,7 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
     mlir::Operation* fallbackEpilogue = nullptr;
     if (epilogue) {
       mlir::Value d;
-      std::tie(d, fallbackEpilogue) = applyEpilogue(b, *epilogue);
+      std::tie(d, fallbackEpilogue) = applyEpilogue(b, *epilogue);  // its new buffer allocated here
       std::tie(extra[0], extra[1]) = kernels::basePointerAndOffset(b, loc, d);
       extra[2] = i64Const(int64_t(*kernels::elemOf(mlir::cast<mlir::MemRefType>(d.getType()).getElementType())));
       if (epilogue->bias) {
@@ -311,10 +323,7 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
       }
     }
     args.insert(args.end(), std::begin(extra), std::end(extra));
-    const mlir::Value status = mlir::func::CallOp::create(b, loc, decl, args).getResult(0);
-    const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
-    ifOp.getConditionMutable().assign(mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero));
-    placeholder.getDefiningOp()->erase();
+    mlir::Operation* end = callWithFallback(b, loc, decl, args).thenBlock()->getTerminator();
     if (fill) fill->moveBefore(end);
     op->moveBefore(end);
     if (fallbackEpilogue) fallbackEpilogue->moveBefore(end);
@@ -334,19 +343,11 @@ void lowerAttentionToLibrary(mlir::ModuleOp module) {
            v[kernels::kAttnHd] > 256;
   });
   if (calls.empty()) return;
+  const mlir::func::FuncOp decl = declareLibraryCall(module, "radix_cuda_attention", 1);
   mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  auto decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_cuda_attention",
-                                         b.getFunctionType({b.getI64Type()}, {b.getI32Type()}));
-  decl.setPrivate();
   for (auto& [call, plan] : calls) {
     b.setInsertionPoint(call);
-    const mlir::Location loc = call.getLoc();
-    const mlir::Value args = kernels::attentionArgArray(b, call, plan);
-    const mlir::Value status = mlir::func::CallOp::create(b, loc, decl, mlir::ValueRange{args}).getResult(0);
-    const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
-    const mlir::Value fallback = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero);
-    auto ifOp = mlir::scf::IfOp::create(b, loc, fallback, /*withElseRegion=*/false);
+    auto ifOp = callWithFallback(b, call.getLoc(), decl, {kernels::attentionArgArray(b, call, plan)});
     call->moveBefore(ifOp.thenBlock()->getTerminator());
   }
 }
@@ -554,12 +555,8 @@ void lowerConvolutionsToLibrary(mlir::ModuleOp module) {
     if (auto conv = cudnnConvolution(op)) found.emplace_back(op, std::move(*conv));
   });
   if (found.empty()) return;
+  const mlir::func::FuncOp decl = declareLibraryCall(module, "radix_cuda_conv", 7);
   mlir::OpBuilder b(module.getContext());
-  b.setInsertionPointToStart(module.getBody());
-  auto i64 = b.getI64Type();
-  auto decl = mlir::func::FuncOp::create(b, module.getLoc(), "radix_cuda_conv",
-                                         b.getFunctionType(std::vector<mlir::Type>(7, i64), {b.getI32Type()}));
-  decl.setPrivate();
   for (auto& [op, conv] : found) {
     mlir::Operation* fill = zeroFillBefore(op);
     b.setInsertionPoint(op);
@@ -572,11 +569,7 @@ void lowerConvolutionsToLibrary(mlir::ModuleOp module) {
     }
     for (int64_t w : conv.words) array.push_back(mlir::arith::ConstantIntOp::create(b, loc, w, 64));
     args.push_back(kernels::hostArray(b, op, array));
-    const mlir::Value status = mlir::func::CallOp::create(b, loc, decl, args).getResult(0);
-    const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
-    const mlir::Value fallback = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero);
-    auto ifOp = mlir::scf::IfOp::create(b, loc, fallback, /*withElseRegion=*/false);
-    mlir::Operation* end = ifOp.thenBlock()->getTerminator();
+    mlir::Operation* end = callWithFallback(b, loc, decl, args).thenBlock()->getTerminator();
     if (conv.padding) conv.padding->moveBefore(end);
     if (fill) fill->moveBefore(end);
     op->moveBefore(end);

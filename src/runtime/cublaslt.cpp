@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -67,17 +66,8 @@ struct Lt {
 const Lt& lt() {
   static const Lt loaded = [] {
     Lt out;
-    const char* env = std::getenv("RADIX_LIBCUBLASLT");
-    std::vector<std::string> paths;
-    if (env && *env) paths = {env};
-    else paths = {"libcublasLt.so.13", "libcublasLt.so.12"};
-    void* lib = nullptr;
     std::string why;
-    for (const std::string& p : paths) {
-      if ((lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-      const char* e = dlerror();
-      why += (why.empty() ? "" : "; ") + std::string(e ? e : p);
-    }
+    void* lib = openLibrary("RADIX_LIBCUBLASLT", {"libcublasLt.so.13", "libcublasLt.so.12"}, why);
     if (!lib) {
       out.problem = "cuBLASLt cannot be loaded (" + why + ")";
       return out;
@@ -133,26 +123,13 @@ struct Prepared {
 using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                        int64_t, uint32_t, uint32_t, uint32_t>;
 
-// Handles, workspaces and descriptors are made once per thread and never destroyed: at a thread's
-// or the process's exit the driver may already be gone. The list keeps them reachable.
+// Per thread (cuda.h's perThread): a handle, a workspace and each problem's descriptors.
 struct ThreadState {
   bool tried = false;
   Handle handle = nullptr;
   DevicePtr workspace = 0;
   std::map<Key, Prepared> prepared;
 };
-
-ThreadState& threadState() {
-  static std::mutex mutex;
-  static std::vector<ThreadState*>* all = new std::vector<ThreadState*>;
-  static thread_local ThreadState* mine = [] {
-    auto* s = new ThreadState;
-    std::lock_guard<std::mutex> lock(mutex);
-    all->push_back(s);
-    return s;
-  }();
-  return *mine;
-}
 
 bool ready(ThreadState& s) {
   if (s.tried) return s.handle != nullptr;
@@ -205,7 +182,7 @@ int32_t radix_cuda_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64
                             int64_t scm, int64_t scn, int64_t accumulate, int64_t dBase, int64_t dOffset, int64_t dElem,
                             int64_t biasBase, int64_t biasOffset, int64_t biasElem) {
   if (hasError()) return 0;
-  ThreadState& state = threadState();
+  ThreadState& state = perThread<ThreadState>();
   if (!ready(state)) return 1;
   const int aType = cudaType(types & 0xff), bType = cudaType((types >> 8) & 0xff);
   if (aType < 0 || aType != bType) return 1;

@@ -20,16 +20,25 @@ constexpr int kPoolReleaseThreshold = 4;  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
 
 }  // namespace
 
+void* openLibrary(const char* env, const std::vector<std::string>& names, std::string& why) {
+  const char* path = std::getenv(env);
+  for (const std::string& name : path && *path ? std::vector<std::string>{path} : names) {
+    if (void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
+    const char* e = dlerror();
+    why += (why.empty() ? "" : "; ") + std::string(e ? e : name);
+  }
+  return nullptr;
+}
+
 const Driver& driver() {
   static const Driver d = [] {
     Driver out;
+    std::string why;
+    void* lib = openLibrary("RADIX_LIBCUDA", {"libcuda.so.1"}, why);
     const char* env = std::getenv("RADIX_LIBCUDA");
     const std::string path = env && *env ? env : "libcuda.so.1";
-    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-      const char* why = dlerror();
-      out.problem = "the CUDA driver (" + path + ") cannot be loaded: " + (why ? why : "unknown error") +
-                    "; this machine has no NVIDIA driver";
+      out.problem = "the CUDA driver (" + path + ") cannot be loaded: " + why + "; this machine has no NVIDIA driver";
       return out;
     }
     std::string missing;

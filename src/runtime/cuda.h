@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace radix::detail::cuda {
 
@@ -60,6 +62,26 @@ bool bind(void* lib, const char* name, F& fn, std::string& missing) {
   fn = reinterpret_cast<F>(dlsym(lib, name));
   if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
   return fn != nullptr;
+}
+
+/// dlopen of $`env` when set, else of each of `names` in turn: the handle, or null with the
+/// loader's reasons in `why`. openLibrary("RADIX_LIBCUDNN", {"libcudnn.so.9"}, why)
+void* openLibrary(const char* env, const std::vector<std::string>& names, std::string& why);
+
+/// This thread's T (a library's handle and its state), made on first use and never destroyed:
+/// at a thread's or the process's exit the library may be gone. The list keeps them reachable.
+/// perThread<LtState>().handle
+template <class T>
+T& perThread() {
+  static std::mutex mutex;
+  static auto* all = new std::vector<T*>;
+  static thread_local T* mine = [] {
+    auto* t = new T;
+    std::lock_guard<std::mutex> lock(mutex);
+    all->push_back(t);
+    return t;
+  }();
+  return *mine;
 }
 
 /// Loads the driver once per process (the library path from RADIX_LIBCUDA, else libcuda.so.1).

@@ -13,7 +13,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,14 +33,8 @@ constexpr uint64_t kInitialWorkspace = 8u << 20;
 const Dnn& dnn() {
   static const Dnn loaded = [] {
     Dnn out;
-    const char* env = std::getenv("RADIX_LIBCUDNN");
     std::string why;
-    void* lib = nullptr;
-    for (const std::string& p : env && *env ? std::vector<std::string>{env} : std::vector<std::string>{"libcudnn.so.9"}) {
-      if ((lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-      const char* e = dlerror();
-      why += (why.empty() ? "" : "; ") + std::string(e ? e : p);
-    }
+    void* lib = openLibrary("RADIX_LIBCUDNN", {"libcudnn.so.9"}, why);
     if (!lib) {
       out.problem = "cuDNN cannot be loaded (" + why + ")";
       return out;
@@ -376,8 +369,8 @@ std::vector<const void*> attentionPointers(const int64_t* args, const AttentionS
 
 namespace {
 
-// Per thread: the handle, a workspace, and each problem's graph and plan (or nullptr where cuDNN
-// has none). Never destroyed, as cuBLASLt's.
+// Per thread (cuda.h's perThread): the handle, a workspace, and each problem's graph and plan
+// (or nullptr where cuDNN has none).
 struct DnnThread {
   bool tried = false;
   void* handle = nullptr;
@@ -385,18 +378,6 @@ struct DnnThread {
   uint64_t workspaceBytes = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<DnnGraph>> graphs;
 };
-
-DnnThread& dnnThread() {
-  static std::mutex mutex;
-  static auto* all = new std::vector<DnnThread*>;
-  static thread_local DnnThread* mine = [] {
-    auto* s = new DnnThread;
-    std::lock_guard<std::mutex> lock(mutex);
-    all->push_back(s);
-    return s;
-  }();
-  return *mine;
-}
 
 // The thread's handle, made on first use; false without one.
 bool ready(DnnThread& t) {
@@ -449,7 +430,7 @@ int32_t radix_cuda_attention(int64_t argsAddress) {
   if (!shape || !dnn().problem.empty() || !driver().problem.empty()) return 1;
   for (const int slot : {radix::kernels::kAttnQ, radix::kernels::kAttnK, radix::kernels::kAttnV, radix::kernels::kAttnOut})
     if ((args[slot] + args[slot + 1] * 2) % 16 != 0) return 1;  // the tensors' declared alignment
-  DnnThread& t = dnnThread();
+  DnnThread& t = perThread<DnnThread>();
   if (!ready(t)) return 1;
   std::vector<int64_t> key(args, args + radix::kernels::kAttnArgCount);
   for (int slot : {radix::kernels::kAttnQ, radix::kernels::kAttnK, radix::kernels::kAttnV, radix::kernels::kAttnOut,
@@ -479,7 +460,7 @@ int32_t radix_cuda_conv(int64_t xBase, int64_t xOffset, int64_t wBase, int64_t w
   const int64_t elem = words[kCudaConvType] == int64_t(Elem::f32) ? 4 : 2;
   const uint64_t x = uint64_t(xBase + xOffset * elem), w = uint64_t(wBase + wOffset * elem), y = uint64_t(yBase + yOffset * 4);
   if (x % 16 || w % 16 || y % 16) return 1;  // the tensors' declared alignment
-  DnnThread& t = dnnThread();
+  DnnThread& t = perThread<DnnThread>();
   if (!ready(t)) return 1;
   const int64_t ns = words[kCudaConvSpatial];
   std::vector<int64_t> key(words, words + kCudaConvAxes + kCudaConvAxisWords * ns + 3 * (2 + ns));

@@ -1,26 +1,17 @@
 #pragma once
 // f16 and bf16 for the stand-in libraries of tests/gpu (fake_libcublaslt.cpp, fake_libcudnn.cpp):
-// widening, and narrowing rounded to nearest even (finite values; overflow is not tested).
+// widening (the kernels' scalar conversions), and narrowing rounded to nearest even (finite
+// values; overflow is not tested).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
+#include "compiler/kernels/half.h"
+
 namespace fakegpu {
 
-inline float fromBf16(uint16_t h) {
-  const uint32_t bits = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-inline float fromF16(uint16_t h) {
-  const int sign = h >> 15, exponent = (h >> 10) & 31, mantissa = h & 1023;
-  const float v = exponent == 0    ? std::ldexp(float(mantissa), -24)
-                  : exponent == 31 ? (mantissa ? NAN : INFINITY)
-                                   : std::ldexp(float(mantissa | 1024), exponent - 25);
-  return sign ? -v : v;
-}
+inline float fromBf16(uint16_t h) { return bf16ToF32(h); }
+inline float fromF16(uint16_t h) { return f16ToF32(h); }
 
 inline uint16_t toBf16(float f) {
   uint32_t bits;
