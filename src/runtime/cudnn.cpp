@@ -394,9 +394,11 @@ DnnGraph* planned(DnnThread& t, const std::vector<int64_t>& key, const Build& bu
   auto [it, fresh] = t.graphs.try_emplace(key);
   if (fresh) {
     auto g = std::make_unique<DnnGraph>(dnn());
-    g->keepAtExit();
     build(*g);
-    if (g->ok() && g->plan(t.handle)) it->second = std::move(g);
+    if (g->ok() && g->plan(t.handle)) {
+      g->keepAtExit();
+      it->second = std::move(g);
+    }
   }
   return it->second.get();
 }
