@@ -42,8 +42,9 @@ struct CfgF32 {
       }
     return kb;
   }
-  static void micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t scm, int64_t scn, int mr, int nr) {
-    microF32<V, MR, NV>(kc, ap, bp, c, scm, scn, mr, nr);
+  static void micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t scm, int64_t scn, int mr, int nr,
+                    Ahead ahead = {}) {
+    microF32<V, MR, NV>(kc, ap, bp, c, scm, scn, mr, nr, ahead);
   }
 };
 
@@ -84,12 +85,14 @@ struct CfgBf16 {
                                                      _mm512_maskz_loadu_epi16(m, r1)));
   }
   static void micro(int64_t steps, const uint16_t* __restrict ap, const uint16_t* __restrict bp, float* c,
-                    int64_t scm, int64_t scn, int mr, int nr) {
+                    int64_t scm, int64_t scn, int mr, int nr, Ahead ahead = {}) {
     __m512 acc[MR][NV];
     for (int i = 0; i < MR; ++i)
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
     prefetchTile<MR, NR>(c, scm, scn);
+    AheadFetcher fetch(ahead, steps);
     for (int64_t s = 0; s < steps; ++s) {
+      fetch.step(s);
       __m512bh b[NV];
       for (int v = 0; v < NV; ++v) b[v] = (__m512bh)_mm512_loadu_si512(bp + v * 32);
       for (int i = 0; i < MR; ++i) {

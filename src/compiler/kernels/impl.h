@@ -68,7 +68,28 @@ inline const void* offsetPtr(const void* base, Elem e, int64_t elements) {
 
 // Cfg: using V; using PackT (float, or uint16_t bf16 pairs with kPair = 2); MR, NR; MC, KC, NC;
 // static void micro(int64_t steps, const PackT* ap, const PackT* bp, float* c, int64_t scm,
-// int64_t scn, int mr, int nr): C[mr x nr] += Ap * Bp over `steps` k steps (pairs).
+// int64_t scn, int mr, int nr, Ahead ahead = {}): C[mr x nr] += Ap * Bp over `steps` k steps
+// (pairs), fetching `ahead`'s lines into L2 on the way.
+
+// Lines a micro-kernel fetches into L2 while it computes, spread over its k steps: a share of
+// the next B panel, so that the first row tile to use that panel does not wait on memory.
+struct Ahead {
+  const char* p = nullptr;
+  int64_t lines = 0;
+};
+
+// Issues `ahead`'s prefetches one at a time across `steps` steps: call once per step k.
+struct AheadFetcher {
+  const char* p;
+  int64_t left, every, next = 0;
+  AheadFetcher(Ahead a, int64_t steps) : p(a.p), left(a.lines), every(a.lines > 0 ? std::max<int64_t>(1, steps / a.lines) : 0) {}
+  void step(int64_t k) {
+    if (left > 0 && k == next) {
+      __builtin_prefetch(p, 0, 2);
+      p += 64, --left, next += every;
+    }
+  }
+};
 
 // Stores an MR x NV vector tile into C (+=), clipped to mr x nr.
 template <class V, int MR, int NV>
@@ -113,12 +134,14 @@ inline void prefetchTile(const float* c, int64_t scm, int64_t scn) {
 // The f32 outer-product micro-kernel: MR rows x NV vectors.
 template <class V, int MR, int NV>
 inline void microF32(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t scm,
-                     int64_t scn, int mr, int nr) {
+                     int64_t scn, int mr, int nr, Ahead ahead = {}) {
   typename V::R acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   prefetchTile<MR, NV * V::W>(c, scm, scn);
+  AheadFetcher fetch(ahead, kc);
   for (int64_t k = 0; k < kc; ++k) {
+    fetch.step(k);
     typename V::R b[NV];
     for (int v = 0; v < NV; ++v) b[v] = V::load(bp + v * V::W);
     for (int i = 0; i < MR; ++i) {
@@ -351,10 +374,18 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
         packA<Cfg, EA>(a, p.sam, p.sak, ic, mc, pc, kc, ap);
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+          // Row tile ir fetches its share of the next panel (mc / MR tiles read each panel).
+          const int64_t panelLines = kcp * NR * int64_t(sizeof(PackT)) / 64, tiles = (mc + MR - 1) / MR;
+          const int64_t share = (panelLines + tiles - 1) / tiles;
+          const char* next = jr + NR < nc ? reinterpret_cast<const char*>(bk + (jr / NR + 1) * panel) : nullptr;
+          auto aheadOf = [&](int64_t ir) {
+            const int64_t first = ir / MR * share;
+            return next && first < panelLines ? Ahead{next + first * 64, std::min(share, panelLines - first)} : Ahead{};
+          };
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
             Cfg::micro(kcp / P, ap + ir * kcp, bk + (jr / NR) * panel, c + (ic + ir) * p.scm + (jc + jr) * p.scn,
-                       p.scm, p.scn, mr, nr);
+                       p.scm, p.scn, mr, nr, aheadOf(ir));
           }
         }
       }

@@ -49,8 +49,9 @@ struct CfgF32 {
   using PackT = float;
   static constexpr int MR = 4, NV = 2, NR = NV * V::W, kPair = 1;
   static constexpr int64_t MC = 128, KC = 256, NC = 4096;
-  static void micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t scm, int64_t scn, int mr, int nr) {
-    microF32<V, MR, NV>(kc, ap, bp, c, scm, scn, mr, nr);
+  static void micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t scm, int64_t scn, int mr, int nr,
+                    Ahead ahead = {}) {
+    microF32<V, MR, NV>(kc, ap, bp, c, scm, scn, mr, nr, ahead);
   }
 };
 
