@@ -71,11 +71,16 @@ inline const void* offsetPtr(const void* base, Elem e, int64_t elements) {
 // int64_t scn, int mr, int nr, Ahead ahead = {}): C[mr x nr] += Ap * Bp over `steps` k steps
 // (pairs), fetching `ahead`'s lines into L2 on the way.
 
-// Lines a micro-kernel fetches into L2 while it computes, spread over its k steps: a share of
-// the next B panel, so that the first row tile to use that panel does not wait on memory.
+// What a micro-kernel prepares while it computes, spread over its k steps: lines fetched into
+// L2 (a share of the next B panel, so that the first row tile to use it does not wait on
+// memory), or (f32, columns contiguous) the next panel itself, copied from B's rows: packing
+// then rides on the product's FMAs instead of running before it.
 struct Ahead {
   const char* p = nullptr;
   int64_t lines = 0;
+  const float* rows = nullptr;  // B at the next panel's first column; k rows `ld` apart
+  int64_t ld = 0;
+  float* panel = nullptr;  // where the next panel goes
 };
 
 // Issues `ahead`'s prefetches one at a time across `steps` steps: call once per step k.
@@ -142,6 +147,15 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
   AheadFetcher fetch(ahead, kc);
   for (int64_t k = 0; k < kc; ++k) {
     fetch.step(k);
+    if (ahead.rows) {
+      // B's rows are far apart (16 KB for 4096 columns): the hardware does not fetch them ahead.
+      constexpr int64_t kRowsAhead = 32;
+      constexpr int kPerLine = V::W >= 16 ? 1 : 16 / V::W;
+      if (k + kRowsAhead < kc)
+        for (int v = 0; v < NV; v += kPerLine) __builtin_prefetch(ahead.rows + (k + kRowsAhead) * ahead.ld + v * V::W);
+      for (int v = 0; v < NV; ++v)
+        V::store(ahead.panel + k * NV * V::W + v * V::W, V::load(ahead.rows + k * ahead.ld + v * V::W));
+    }
     typename V::R b[NV];
     for (int v = 0; v < NV; ++v) b[v] = V::load(bp + v * V::W);
     for (int i = 0; i < MR; ++i) {
@@ -354,7 +368,8 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
   PackT* ap = static_cast<PackT*>(scratch.a.get(sizeof(PackT) * mcMax * kcMax));
   PackT* bp = pre ? nullptr : static_cast<PackT*>(scratch.b.get(sizeof(PackT) * ncMax * kcMax));
   // B is packed row by row across whole KC x NC blocks: reading B along long runs of its rows
-  // (16 KB for f32) is what keeps small-M products (few tiles per B element) near peak.
+  // (16 KB for f32) is what keeps small-M products (few tiles per B element) near peak. f32 B
+  // with contiguous columns is instead copied panel by panel inside the product (packAlong).
   const int64_t ncBlock = Cfg::NC, kcBlock = kBlockOf<Cfg>(p.k);
   for (int64_t jc = j0; jc < j1; jc += ncBlock) {
     const int64_t nc = std::min<int64_t>(ncBlock, j1 - jc);
@@ -363,9 +378,14 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
       const int64_t kcp = (kc + P - 1) / P * P;
       const PackT* bk = bp;
       int64_t panel = kcp * NR;
+      // f32 B with contiguous columns: the first row tile of each panel copies the next one
+      // (Ahead::rows); only the first panel and a last partial one are packed before.
+      const bool packAlong = !pre && Cfg::kPair == 1 && EB == Elem::f32 && p.sbn == 1;
       if (pre) {
         bk = pre + (jc / NR) * kpAll * NR + pc * NR;
         panel = kpAll * NR;
+      } else if (packAlong) {
+        packB<Cfg, EB>(b, p.sbk, p.sbn, pc, kc, jc, std::min<int64_t>(NR, nc), bp);
       } else {
         packB<Cfg, EB>(b, p.sbk, p.sbn, pc, kc, jc, nc, bp);
       }
@@ -382,10 +402,24 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
             const int64_t first = ir / MR * share;
             return next && first < panelLines ? Ahead{next + first * 64, std::min(share, panelLines - first)} : Ahead{};
           };
+          // Packing along: in the first pass over the rows (ic == i0), tile 0 copies the next
+          // panel when it is whole; a partial one is packed here.
+          const bool copyNext = packAlong && ic == i0 && jr + 2 * NR <= nc;
+          if (packAlong && ic == i0 && jr + NR < nc && !copyNext)
+            packB<Cfg, EB>(b, p.sbk, p.sbn, pc, kc, jc + jr + NR, nc - jr - NR, bp + (jr / NR + 1) * panel);
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+            Ahead ahead = aheadOf(ir);
+            if (copyNext && ir == 0) {
+              ahead = {};
+              if constexpr (Cfg::kPair == 1) {
+                ahead.rows = static_cast<const float*>(b) + pc * p.sbk + jc + jr + NR;
+                ahead.ld = p.sbk;
+                ahead.panel = reinterpret_cast<float*>(bp + (jr / NR + 1) * panel);
+              }
+            }
             Cfg::micro(kcp / P, ap + ir * kcp, bk + (jr / NR) * panel, c + (ic + ir) * p.scm + (jc + jr) * p.scn,
-                       p.scm, p.scn, mr, nr, aheadOf(ir));
+                       p.scm, p.scn, mr, nr, ahead);
           }
         }
       }
