@@ -39,7 +39,7 @@ void* _mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size) {
   if (align > kPoolAlignment) return std::aligned_alloc(align, (std::max<size_t>(size, 1) + align - 1) / align * align);
   const size_t bytes = allocatedBytes(size);
   void* block = bufferPool().take(bytes);
-  if (!block) block = std::aligned_alloc(kPoolAlignment, bytes);
+  if (!block) block = radix::detail::allocateBlock(bytes);
   if (block && bytes >= BufferPool::kMinBytes) {
     std::lock_guard<std::mutex> lock(live().mutex);
     live().bytes.emplace(block, bytes);

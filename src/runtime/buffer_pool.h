@@ -63,4 +63,10 @@ BufferPool& bufferPool();
 /// allocatedBytes(100) -> 128
 inline size_t allocatedBytes(size_t n) { return std::max<size_t>(64, (n + 63) / 64 * 64); }
 
+/// A new block of `bytes` (allocatedBytes' size) aligned to 64, or null. Blocks of 4 MiB and more
+/// are aligned to 2 MiB and asked to be backed by huge pages (madvise): a GEMM reading a large
+/// weight's rows 16 KB apart, or a GEMV streaming it, then walks one page table entry per 2 MiB
+/// instead of one per 4 KiB. allocateBlock(64 << 20)
+void* allocateBlock(size_t bytes);
+
 }  // namespace radix::detail

@@ -1,4 +1,6 @@
 // Host-side tensors: buffers, value conversion, and the Tensor methods that need no tracer.
+#include <sys/mman.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +29,14 @@
 namespace radix {
 namespace detail {
 
+void* allocateBlock(size_t bytes) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  if (bytes < 2 * kHuge) return std::aligned_alloc(64, bytes);
+  void* block = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+  if (block) ::madvise(block, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);
+  return block;
+}
+
 BufferPool& bufferPool() {
   static BufferPool* pool = new BufferPool;  // never destroyed: buffers may die after static destructors
   return *pool;
@@ -39,7 +49,7 @@ Storage::Storage(size_t n, int device) : bytes(n), generation(storageGenerations
   if (device < 0) {
     const size_t rounded = allocatedBytes(n);
     data = bufferPool().take(rounded);
-    if (!data) data = std::aligned_alloc(64, rounded);
+    if (!data) data = allocateBlock(rounded);
     if (!data) throw Error("[buffer] out of memory allocating " + std::to_string(n) + " bytes");
     return;
   }
