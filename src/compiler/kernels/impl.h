@@ -78,9 +78,9 @@ inline const void* offsetPtr(const void* base, Elem e, int64_t elements) {
 struct Ahead {
   const char* p = nullptr;
   int64_t lines = 0;
-  const float* rows = nullptr;  // B at the next panel's first column; k rows `ld` apart
-  int64_t ld = 0;
-  float* panel = nullptr;  // where the next panel goes
+  const float* rows = nullptr;  // B's rows to copy (the next panel's columns), `ld` apart
+  int64_t ld = 0, count = 0;
+  float* panel = nullptr;  // where the first of them goes
 };
 
 // Issues `ahead`'s prefetches one at a time across `steps` steps: call once per step k.
@@ -145,16 +145,21 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
     for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   prefetchTile<MR, NV * V::W>(c, scm, scn);
   AheadFetcher fetch(ahead, kc);
+  // Row copies, one every `every` steps; B's rows are far apart (16 KB for 4096 columns) and the
+  // hardware does not fetch them ahead: kRowsAhead copies early.
+  constexpr int64_t kRowsAhead = 8;
+  constexpr int kPerLine = V::W >= 16 ? 1 : 16 / V::W;
+  const int64_t every = ahead.count > 0 ? std::max<int64_t>(1, kc / ahead.count) : 0;
+  int64_t copied = 0, nextCopy = 0;
   for (int64_t k = 0; k < kc; ++k) {
     fetch.step(k);
-    if (ahead.rows) {
-      // B's rows are far apart (16 KB for 4096 columns): the hardware does not fetch them ahead.
-      constexpr int64_t kRowsAhead = 32;
-      constexpr int kPerLine = V::W >= 16 ? 1 : 16 / V::W;
-      if (k + kRowsAhead < kc)
-        for (int v = 0; v < NV; v += kPerLine) __builtin_prefetch(ahead.rows + (k + kRowsAhead) * ahead.ld + v * V::W);
+    if (copied < ahead.count && k == nextCopy) {
+      if (copied + kRowsAhead < ahead.count)
+        for (int v = 0; v < NV; v += kPerLine)
+          __builtin_prefetch(ahead.rows + (copied + kRowsAhead) * ahead.ld + v * V::W);
       for (int v = 0; v < NV; ++v)
-        V::store(ahead.panel + k * NV * V::W + v * V::W, V::load(ahead.rows + k * ahead.ld + v * V::W));
+        V::store(ahead.panel + copied * NV * V::W + v * V::W, V::load(ahead.rows + copied * ahead.ld + v * V::W));
+      ++copied, nextCopy += every;
     }
     typename V::R b[NV];
     for (int v = 0; v < NV; ++v) b[v] = V::load(bp + v * V::W);
@@ -165,6 +170,9 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
     ap += MR;
     bp += NV * V::W;
   }
+  for (; copied < ahead.count; ++copied)  // rows left when count does not divide kc
+    for (int v = 0; v < NV; ++v)
+      V::store(ahead.panel + copied * NV * V::W + v * V::W, V::load(ahead.rows + copied * ahead.ld + v * V::W));
   storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
 }
 
@@ -402,21 +410,25 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
             const int64_t first = ir / MR * share;
             return next && first < panelLines ? Ahead{next + first * 64, std::min(share, panelLines - first)} : Ahead{};
           };
-          // Packing along: in the first pass over the rows (ic == i0), tile 0 copies the next
-          // panel when it is whole; a partial one is packed here.
+          // Packing along: in the first pass over the rows (ic == i0), the row tiles copy the
+          // next panel when it is whole, each a share; a partial one is packed here.
           const bool copyNext = packAlong && ic == i0 && jr + 2 * NR <= nc;
           if (packAlong && ic == i0 && jr + NR < nc && !copyNext)
             packB<Cfg, EB>(b, p.sbk, p.sbn, pc, kc, jc + jr + NR, nc - jr - NR, bp + (jr / NR + 1) * panel);
           for (int64_t ir = 0; ir < mc; ir += MR) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, mc - ir));
             Ahead ahead = aheadOf(ir);
-            if (copyNext && ir == 0) {
+            if (copyNext) {
+              // Each row tile copies its share of the next panel's kc rows.
               ahead = {};
-              if constexpr (Cfg::kPair == 1) {
-                ahead.rows = static_cast<const float*>(b) + pc * p.sbk + jc + jr + NR;
-                ahead.ld = p.sbk;
-                ahead.panel = reinterpret_cast<float*>(bp + (jr / NR + 1) * panel);
-              }
+              const int64_t rowsEach = (kc + tiles - 1) / tiles, first = ir / MR * rowsEach;
+              if constexpr (Cfg::kPair == 1)
+                if (first < kc) {
+                  ahead.rows = static_cast<const float*>(b) + (pc + first) * p.sbk + jc + jr + NR;
+                  ahead.ld = p.sbk;
+                  ahead.count = std::min(rowsEach, kc - first);
+                  ahead.panel = reinterpret_cast<float*>(bp + (jr / NR + 1) * panel) + first * NR;
+                }
             }
             Cfg::micro(kcp / P, ap + ir * kcp, bk + (jr / NR) * panel, c + (ic + ir) * p.scm + (jc + jr) * p.scn,
                        p.scm, p.scn, mr, nr, ahead);
