@@ -83,16 +83,25 @@ struct Ahead {
   float* panel = nullptr;  // where the first of them goes
 };
 
+// `count` actions spread over `steps` steps, one every steps / count: due(k) says whether step k
+// takes the next one (call it once per step, in order).
+struct Spread {
+  int64_t left, every, next = 0;
+  Spread(int64_t count, int64_t steps) : left(count), every(count > 0 ? std::max<int64_t>(1, steps / count) : 0) {}
+  bool due(int64_t k) {
+    if (left <= 0 || k != next) return false;
+    --left, next += every;
+    return true;
+  }
+};
+
 // Issues `ahead`'s prefetches one at a time across `steps` steps: call once per step k.
 struct AheadFetcher {
   const char* p;
-  int64_t left, every, next = 0;
-  AheadFetcher(Ahead a, int64_t steps) : p(a.p), left(a.lines), every(a.lines > 0 ? std::max<int64_t>(1, steps / a.lines) : 0) {}
+  Spread lines;
+  AheadFetcher(Ahead a, int64_t steps) : p(a.p), lines(a.lines, steps) {}
   void step(int64_t k) {
-    if (left > 0 && k == next) {
-      __builtin_prefetch(p, 0, 2);
-      p += 64, --left, next += every;
-    }
+    if (lines.due(k)) __builtin_prefetch(p, 0, 2), p += 64;
   }
 };
 
@@ -145,21 +154,24 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
     for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
   prefetchTile<MR, NV * V::W>(c, scm, scn);
   AheadFetcher fetch(ahead, kc);
-  // Row copies, one every `every` steps; B's rows are far apart (16 KB for 4096 columns) and the
+  // Row copies, spread over the k steps; B's rows are far apart (16 KB for 4096 columns) and the
   // hardware does not fetch them ahead: kRowsAhead copies early.
   constexpr int64_t kRowsAhead = 8;
   constexpr int kPerLine = V::W >= 16 ? 1 : 16 / V::W;
-  const int64_t every = ahead.count > 0 ? std::max<int64_t>(1, kc / ahead.count) : 0;
-  int64_t copied = 0, nextCopy = 0;
+  Spread copies(ahead.count, kc);
+  int64_t copied = 0;
+  auto copyRow = [&] {
+    for (int v = 0; v < NV; ++v)
+      V::store(ahead.panel + copied * NV * V::W + v * V::W, V::load(ahead.rows + copied * ahead.ld + v * V::W));
+    ++copied;
+  };
   for (int64_t k = 0; k < kc; ++k) {
     fetch.step(k);
-    if (copied < ahead.count && k == nextCopy) {
+    if (copies.due(k)) {
       if (copied + kRowsAhead < ahead.count)
         for (int v = 0; v < NV; v += kPerLine)
           __builtin_prefetch(ahead.rows + (copied + kRowsAhead) * ahead.ld + v * V::W);
-      for (int v = 0; v < NV; ++v)
-        V::store(ahead.panel + copied * NV * V::W + v * V::W, V::load(ahead.rows + copied * ahead.ld + v * V::W));
-      ++copied, nextCopy += every;
+      copyRow();
     }
     typename V::R b[NV];
     for (int v = 0; v < NV; ++v) b[v] = V::load(bp + v * V::W);
@@ -170,9 +182,7 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
     ap += MR;
     bp += NV * V::W;
   }
-  for (; copied < ahead.count; ++copied)  // rows left when count does not divide kc
-    for (int v = 0; v < NV; ++v)
-      V::store(ahead.panel + copied * NV * V::W + v * V::W, V::load(ahead.rows + copied * ahead.ld + v * V::W));
+  while (copied < ahead.count) copyRow();  // rows left when count does not divide kc
   storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
 }
 
