@@ -438,15 +438,14 @@ std::optional<CudnnConv> cudnnConvolution(mlir::linalg::GenericOp op) {
       op.getNumDpsInputs() != 2)
     return std::nullopt;
   mlir::MemRefType types[3];
-  llvm::SmallVector<int64_t> strides[3];
+  std::vector<int64_t> strides[3];
   const mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
                                    op.getDpsInitOperand(0)->get()};
   for (int x = 0; x < 3; ++x) {
-    types[x] = mlir::dyn_cast<mlir::MemRefType>(operands[x].getType());
-    int64_t offset;
-    if (!types[x] || !types[x].hasStaticShape() || mlir::failed(types[x].getStridesAndOffset(strides[x], offset)) ||
-        llvm::any_of(strides[x], mlir::ShapedType::isDynamic))
-      return std::nullopt;
+    auto st = kernels::staticStrides(operands[x]);
+    if (!st) return std::nullopt;
+    types[x] = mlir::cast<mlir::MemRefType>(operands[x].getType());
+    strides[x] = std::move(*st);
   }
   const auto xType = kernels::elemOf(types[0].getElementType()), wType = kernels::elemOf(types[1].getElementType());
   if (!xType || xType != wType || !types[2].getElementType().isF32()) return std::nullopt;
@@ -521,13 +520,10 @@ std::optional<CudnnConv> cudnnConvolution(mlir::linalg::GenericOp op) {
   if (padding && (padding->before[batchAxis] || padding->after[batchAxis] || padding->before[featureAxis] ||
                   padding->after[featureAxis]))
     padding.reset();
-  llvm::SmallVector<int64_t> xStrides = strides[0];
+  std::vector<int64_t> xStrides = strides[0];
   if (padding) {
-    auto source = mlir::cast<mlir::MemRefType>(padding->source.getType());
-    int64_t offset;
-    xStrides.clear();
-    if (mlir::failed(source.getStridesAndOffset(xStrides, offset)) || llvm::any_of(xStrides, mlir::ShapedType::isDynamic))
-      padding.reset(), xStrides = strides[0];
+    if (auto source = kernels::staticStrides(padding->source)) xStrides = std::move(*source);
+    else padding.reset();
   }
   for (const Spatial& sp : spatial) {
     if (kernelAxis[sp.tap] < 0) return std::nullopt;

@@ -71,14 +71,12 @@ std::optional<ConvPlan> planFor(mlir::linalg::GenericOp op) {
   mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
                              op.getDpsInitOperand(0)->get()};
   mlir::MemRefType types[3];
-  llvm::SmallVector<int64_t> strides[3];
+  std::vector<int64_t> strides[3];
   for (int x = 0; x < 3; ++x) {
-    types[x] = mlir::dyn_cast<mlir::MemRefType>(operands[x].getType());
-    if (!types[x] || !types[x].hasStaticShape()) return std::nullopt;
-    int64_t offset;
-    if (mlir::failed(types[x].getStridesAndOffset(strides[x], offset))) return std::nullopt;
-    for (int64_t s : strides[x])
-      if (mlir::ShapedType::isDynamic(s)) return std::nullopt;
+    auto st = staticStrides(operands[x]);
+    if (!st) return std::nullopt;
+    types[x] = mlir::cast<mlir::MemRefType>(operands[x].getType());
+    strides[x] = std::move(*st);
   }
   if (!types[2].getElementType().isF32()) return std::nullopt;
   std::optional<Elem> ea = elemOf(types[0].getElementType()), eb = elemOf(types[1].getElementType());
@@ -231,14 +229,12 @@ std::optional<PoolPlan> poolPlanFor(mlir::linalg::GenericOp op) {
   if (!kind) return std::nullopt;
   mlir::Value operands[2] = {op.getDpsInputOperand(0)->get(), op.getDpsInitOperand(0)->get()};
   mlir::MemRefType types[2];
-  llvm::SmallVector<int64_t> strides[2];
+  std::vector<int64_t> strides[2];
   for (int x = 0; x < 2; ++x) {
-    types[x] = mlir::dyn_cast<mlir::MemRefType>(operands[x].getType());
-    if (!types[x] || !types[x].hasStaticShape()) return std::nullopt;
-    int64_t offset;
-    if (mlir::failed(types[x].getStridesAndOffset(strides[x], offset))) return std::nullopt;
-    for (int64_t st : strides[x])
-      if (mlir::ShapedType::isDynamic(st)) return std::nullopt;
+    auto st = staticStrides(operands[x]);
+    if (!st) return std::nullopt;
+    types[x] = mlir::cast<mlir::MemRefType>(operands[x].getType());
+    strides[x] = std::move(*st);
   }
   if (!types[1].getElementType().isF32()) return std::nullopt;
   std::optional<Elem> ea = elemOf(types[0].getElementType());

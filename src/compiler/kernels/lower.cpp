@@ -47,6 +47,16 @@ Isa isaOf(const KernelTarget& t) {
   return Isa::x86_64;
 }
 
+std::optional<std::vector<int64_t>> staticStrides(mlir::Value memref) {
+  auto type = mlir::dyn_cast<mlir::MemRefType>(memref.getType());
+  llvm::SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!type || !type.hasStaticShape() || mlir::failed(type.getStridesAndOffset(strides, offset)) ||
+      llvm::any_of(strides, mlir::ShapedType::isDynamic))
+    return std::nullopt;
+  return std::vector<int64_t>(strides.begin(), strides.end());
+}
+
 std::optional<Elem> elemOf(mlir::Type t) {
   if (t.isF32()) return Elem::f32;
   if (t.isF16()) return Elem::f16;
@@ -117,14 +127,10 @@ std::optional<Plan> planFor(mlir::linalg::GenericOp op) {
   mlir::MemRefType types[3];
   std::vector<int64_t> strides[3];
   for (int x = 0; x < 3; ++x) {
-    types[x] = mlir::dyn_cast<mlir::MemRefType>(operands[x].getType());
-    if (!types[x] || !types[x].hasStaticShape()) return std::nullopt;
-    llvm::SmallVector<int64_t> st;
-    int64_t offset;
-    if (mlir::failed(types[x].getStridesAndOffset(st, offset))) return std::nullopt;
-    for (int64_t s : st)
-      if (mlir::ShapedType::isDynamic(s)) return std::nullopt;
-    strides[x].assign(st.begin(), st.end());
+    auto st = staticStrides(operands[x]);
+    if (!st) return std::nullopt;
+    types[x] = mlir::cast<mlir::MemRefType>(operands[x].getType());
+    strides[x] = std::move(*st);
   }
   if (!types[2].getElementType().isF32()) return std::nullopt;
   // Operand element types: as stored (the body widens them with extf) or f32.

@@ -116,6 +116,9 @@ struct ContractionPlan {
 /// contractionCallArgs(b, loc, {a, b, c}, {0, 0, 0}, plan of a {2,3}x{3,4} matmul) -> 20 values
 std::vector<mlir::Value> contractionCallArgs(mlir::OpBuilder& b, mlir::Location loc, const mlir::Value* base,
                                              const mlir::Value* offset, const ContractionPlan& plan);
+/// The strides (in elements) of a statically shaped memref whose strides are all static, else
+/// nullopt. staticStrides(memref<4x8xf32, strided<[8, 1], offset: 3>>) -> {8, 1}
+std::optional<std::vector<int64_t>> staticStrides(mlir::Value memref);
 /// The Elem of an f32, f16 or bf16 type, else nullopt: elemOf(bf16) -> Elem::bf16
 std::optional<Elem> elemOf(mlir::Type t);
 /// The plan of a linalg.generic on buffers that computes C += A * B, or nullopt.
