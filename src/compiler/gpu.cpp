@@ -39,6 +39,7 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "radix/error.h"
+#include "runtime/cudnn.h"
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
@@ -332,16 +333,12 @@ void lowerContractionsToLibrary(mlir::ModuleOp module) {
 
 // nn::sdpa's calls through cuDNN (runtime/cudnn.cpp): radix_kernel_attention's argument array,
 // built on the host, goes to radix_cuda_attention, which answers non-zero when cuDNN cannot take
-// the call; the call of the composition then runs under an scf.if. Calls cuDNN's flash attention
-// cannot take whatever the run (f32, a window, a soft cap) keep the composition alone.
+// the call; the call of the composition then runs under an scf.if. Calls that the runtime's own
+// rule (cuda::attentionShape: f32, a window, a soft cap, ...) refuses whatever the run keep the
+// composition alone.
 void lowerAttentionToLibrary(mlir::ModuleOp module) {
   std::vector<std::pair<mlir::func::CallOp, kernels::AttentionPlan>> calls = kernels::attentionCalls(module);
-  std::erase_if(calls, [](const auto& c) {
-    const std::vector<int64_t>& v = c.second.values;
-    return v[kernels::kAttnDtype] != 2 || v[kernels::kAttnKvDtype] != int64_t(kernels::Elem::bf16) ||
-           v[kernels::kAttnWindow] != 0 || v[kernels::kAttnSoftcap] != 0 || v[kernels::kAttnHd] % 8 != 0 ||
-           v[kernels::kAttnHd] > 256;
-  });
+  std::erase_if(calls, [](const auto& c) { return !cuda::attentionShape(c.second.values.data()); });
   if (calls.empty()) return;
   const mlir::func::FuncOp decl = declareLibraryCall(module, "radix_cuda_attention", 1);
   mlir::OpBuilder b(module.getContext());

@@ -210,7 +210,7 @@ bool DnnGraph::plan(void* handle) {
       return true;
     }
   }
-  fail(error_.empty() ? "no cuDNN engine takes the graph" : error_);
+  fail("no cuDNN engine takes the graph");  // kept only when nothing failed before
   return false;
 }
 
@@ -379,30 +379,6 @@ struct DnnThread {
   std::map<std::vector<int64_t>, std::unique_ptr<DnnGraph>> graphs;
 };
 
-// The thread's handle, made on first use; false without one.
-bool ready(DnnThread& t) {
-  if (!t.tried) {
-    t.tried = true;
-    if (dnn().create(&t.handle) != 0) t.handle = nullptr;
-  }
-  return t.handle != nullptr;
-}
-
-// The problem's planned graph, built by `build` on first use; null where cuDNN has no engine.
-template <class Build>
-DnnGraph* planned(DnnThread& t, const std::vector<int64_t>& key, const Build& build) {
-  auto [it, fresh] = t.graphs.try_emplace(key);
-  if (fresh) {
-    auto g = std::make_unique<DnnGraph>(dnn());
-    build(*g);
-    if (g->ok() && g->plan(t.handle)) {
-      g->keepAtExit();
-      it->second = std::move(g);
-    }
-  }
-  return it->second.get();
-}
-
 // A workspace of at least `bytes` (grown, never shrunk); false when it cannot be allocated.
 bool reserveWorkspace(DnnThread& t, int64_t bytes) {
   if (uint64_t(bytes) <= t.workspaceBytes) return true;
@@ -412,6 +388,32 @@ bool reserveWorkspace(DnnThread& t, int64_t bytes) {
   if (t.workspace) driver().memFree(t.workspace);
   t.workspace = p, t.workspaceBytes = size;
   return true;
+}
+
+// Runs problem `key`'s graph (built by `build` and planned on this thread's first call of it) on
+// the call's stream with `pointers` bound: radix_cuda_*'s answer, 0 when done (a failed execution
+// is a recorded CUDA failure), 1 when cuDNN cannot (no library, handle, engine or workspace).
+template <class Build>
+int32_t runGraph(const std::vector<int64_t>& key, const Build& build, const std::vector<const void*>& pointers) {
+  if (!dnn().problem.empty() || !driver().problem.empty()) return 1;
+  DnnThread& t = perThread<DnnThread>();
+  if (!t.tried) {
+    t.tried = true;
+    if (dnn().create(&t.handle) != 0) t.handle = nullptr;
+  }
+  if (!t.handle) return 1;
+  auto [it, fresh] = t.graphs.try_emplace(key);
+  if (fresh) {
+    auto g = std::make_unique<DnnGraph>(dnn());
+    build(*g);
+    if (g->ok() && g->plan(t.handle)) {
+      g->keepAtExit();
+      it->second = std::move(g);
+    }
+  }
+  DnnGraph* g = it->second.get();
+  if (!g || !reserveWorkspace(t, g->workspaceBytes()) || dnn().setStream(t.handle, callStream()) != 0) return 1;
+  return g->run(t.handle, pointers, reinterpret_cast<void*>(t.workspace)) ? 0 : 1;
 }
 
 }  // namespace
@@ -429,25 +431,18 @@ int32_t radix_cuda_attention(int64_t argsAddress) {
   if (hasError()) return 0;
   const auto* args = reinterpret_cast<const int64_t*>(argsAddress);
   const std::optional<AttentionShape> shape = attentionShape(args);
-  if (!shape || !dnn().problem.empty() || !driver().problem.empty()) return 1;
-  for (const int slot : {radix::kernels::kAttnQ, radix::kernels::kAttnK, radix::kernels::kAttnV, radix::kernels::kAttnOut})
-    if ((args[slot] + args[slot + 1] * 2) % 16 != 0) return 1;  // the tensors' declared alignment
-  DnnThread& t = perThread<DnnThread>();
-  if (!ready(t)) return 1;
+  if (!shape) return 1;
+  const float scale = shape->scale, negInf = -std::numeric_limits<float>::infinity();
+  const int32_t fixedOffset = static_cast<int32_t>(shape->nk - shape->nq);
+  const std::vector<const void*> pointers = attentionPointers(args, *shape, &scale, &negInf, &fixedOffset);
+  for (int t = 0; t < 4; ++t)  // q, k, v, out: the tensors' declared alignment
+    if (reinterpret_cast<uintptr_t>(pointers[size_t(t)]) % 16 != 0) return 1;
   std::vector<int64_t> key(args, args + radix::kernels::kAttnArgCount);
   for (int slot : {radix::kernels::kAttnQ, radix::kernels::kAttnK, radix::kernels::kAttnV, radix::kernels::kAttnOut,
                    radix::kernels::kAttnOffset, radix::kernels::kAttnLengths})
     key[size_t(slot)] = key[size_t(slot)] != 0, key[size_t(slot) + 1] = 0;  // present or not; addresses vary
   key.insert(key.begin(), 0);
-  DnnGraph* g = planned(t, key, [&](DnnGraph& graph) { buildAttention(graph, *shape); });
-  if (!g || !reserveWorkspace(t, g->workspaceBytes())) return 1;
-  const float scale = shape->scale, negInf = -std::numeric_limits<float>::infinity();
-  const int32_t fixedOffset = static_cast<int32_t>(shape->nk - shape->nq);
-  if (dnn().setStream(t.handle, callStream()) != 0) return 1;
-  if (!g->run(t.handle, attentionPointers(args, *shape, &scale, &negInf, &fixedOffset),
-              reinterpret_cast<void*>(t.workspace)))
-    return 1;
-  return 0;
+  return runGraph(key, [&](DnnGraph& graph) { buildAttention(graph, *shape); }, pointers);
 }
 
 /// y (+)= conv(x, w) through cuDNN on device memory: base + element offset of each, and the
@@ -458,21 +453,14 @@ int32_t radix_cuda_conv(int64_t xBase, int64_t xOffset, int64_t wBase, int64_t w
   using namespace radix::kernels;
   if (hasError()) return 0;
   const auto* words = reinterpret_cast<const int64_t*>(descAddress);
-  if (!dnn().problem.empty() || !driver().problem.empty()) return 1;
   const int64_t elem = words[kCudaConvType] == int64_t(Elem::f32) ? 4 : 2;
   const uint64_t x = uint64_t(xBase + xOffset * elem), w = uint64_t(wBase + wOffset * elem), y = uint64_t(yBase + yOffset * 4);
   if (x % 16 || w % 16 || y % 16) return 1;  // the tensors' declared alignment
-  DnnThread& t = perThread<DnnThread>();
-  if (!ready(t)) return 1;
   const int64_t ns = words[kCudaConvSpatial];
   std::vector<int64_t> key(words, words + kCudaConvAxes + kCudaConvAxisWords * ns + 3 * (2 + ns));
   key.insert(key.begin(), 1);  // convolutions apart from attention arrays
-  DnnGraph* g = planned(t, key, [&](DnnGraph& graph) { buildConvolution(graph, words); });
-  if (!g) return 1;
-  if (!reserveWorkspace(t, g->workspaceBytes()) || dnn().setStream(t.handle, callStream()) != 0) return 1;
-  const std::vector<const void*> pointers = {reinterpret_cast<const void*>(x), reinterpret_cast<const void*>(w),
-                                             reinterpret_cast<const void*>(y)};
-  return g->run(t.handle, pointers, reinterpret_cast<void*>(t.workspace)) ? 0 : 1;
+  return runGraph(key, [&](DnnGraph& graph) { buildConvolution(graph, words); },
+                  {reinterpret_cast<const void*>(x), reinterpret_cast<const void*>(w), reinterpret_cast<const void*>(y)});
 }
 
 }  // extern "C"

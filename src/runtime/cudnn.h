@@ -128,6 +128,7 @@ struct AttentionShape {
 };
 /// The shape of a call cuDNN's flash attention can take, else nullopt (f32 or f16 inputs, a
 /// head dim not a multiple of 8 or over 256, a window, a soft cap, batch axes that do not merge).
+/// Buffer slots are read only for whether they are set: the compiler asks with them zero.
 std::optional<AttentionShape> attentionShape(const int64_t* args);
 /// The attention graph of cudnn-frontend's SDPA: Q·Kᵀ, the scale, the masks (causal: key j for
 /// query i when j <= i + offset; lengths: j < lengths[b]), softmax with statistics, ·V.
