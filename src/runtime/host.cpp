@@ -32,8 +32,9 @@ namespace detail {
 void* allocateBlock(size_t bytes) {
   constexpr size_t kHuge = size_t(2) << 20;
   if (bytes < 2 * kHuge) return std::aligned_alloc(64, bytes);
-  void* block = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
-  if (block) ::madvise(block, (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);
+  const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* block = std::aligned_alloc(kHuge, rounded);
+  if (block) ::madvise(block, rounded, MADV_HUGEPAGE);
   return block;
 }
 
@@ -45,7 +46,7 @@ BufferPool& bufferPool() {
 std::atomic<uint64_t> storageGenerations{0};
 
 Storage::Storage(size_t n) : Storage(n, -1) {}
-Storage::Storage(size_t n, int device) : bytes(n), generation(storageGenerations.fetch_add(1) + 1), cudaDevice(device) {
+Storage::Storage(size_t n, int device) : cudaDevice(device), bytes(n), generation(storageGenerations.fetch_add(1) + 1) {
   if (device < 0) {
     const size_t rounded = allocatedBytes(n);
     data = bufferPool().take(rounded);
