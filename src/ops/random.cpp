@@ -176,9 +176,9 @@ RngDraw finishDraw(TraceContext& c, mlir::Location loc, const Drawn& d, const Sh
 
 /// Index (i32) of the largest x along `ax` (first on ties, NaN largest); with `payload` (same
 /// dims, i32), that element of the payload instead. The axis is removed; `values`, when given,
-/// receives the largest x.
-mlir::Value argmaxAlong(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& s, int64_t ax, mlir::Value payload,
-                        mlir::Value* values = nullptr) {
+/// receives the largest x. One reduction: see argmaxAlong.
+mlir::Value argmaxOnce(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& s, int64_t ax, mlir::Value payload,
+                       mlir::Value* values = nullptr) {
   auto& b = c.builder();
   std::vector<int64_t> dims;
   std::vector<mlir::AffineExpr> kept;
@@ -218,23 +218,25 @@ mlir::Value argmaxAlong(TraceContext& c, mlir::Location loc, mlir::Value x, cons
   return generic.getResult(1);
 }
 
-/// Greedy tokens of x {rows, voc}: argmaxAlong's, in two steps where the vocabulary is long.
-/// Each row's reduction is one sequential loop, and on a GPU one thread: the first step gives
-/// each chunk of kChunk tokens its own (rows x chunks loops), the second picks among the chunks'
-/// winners by their values, carrying their indices (ties and NaN resolve as in one step: the
-/// first chunk holds the first index, and -inf padding never beats a real token).
-mlir::Value greedyRows(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& flat, Loc l) {
+/// argmaxOnce's, in two steps where rows are long (x {rows, n}, ax 1, n > 2 kChunk): each row's
+/// reduction is one sequential loop, and on a GPU one thread. The first step gives each chunk of
+/// kChunk elements its own (rows x chunks loops), the second picks among the chunks' winners by
+/// their values, carrying their indices (ties and NaN resolve as in one step: the first chunk
+/// holds the first index, and -inf padding never beats a real element).
+mlir::Value argmaxAlong(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& s, int64_t ax, mlir::Value payload,
+                        Loc l) {
   constexpr int64_t kChunk = 256;
-  const int64_t rows = flat.dim(0), voc = flat.dim(1);
-  if (voc <= 2 * kChunk) return argmaxAlong(c, loc, x, flat, 1, nullptr);
-  const int64_t chunks = (voc + kChunk - 1) / kChunk;
-  const Shape split({rows, chunks, kChunk}, flat.dtype());
-  Tensor padded = c.wrap(x, flat).pad({{1, Padding{0, chunks * kChunk - voc}}}, -std::numeric_limits<double>::infinity(), l);
-  Tensor index = Tensor::iota(Shape({rows, chunks * kChunk}, DType::i32), 1, l).reshape({rows, chunks, kChunk}, l);
+  if (s.rank() != 2 || ax != 1 || s.dim(1) <= 2 * kChunk) return argmaxOnce(c, loc, x, s, ax, payload);
+  const int64_t rows = s.dim(0), n = s.dim(1), chunks = (n + kChunk - 1) / kChunk;
+  const std::vector<std::pair<Axis, Padding>> tail = {{1, Padding{0, chunks * kChunk - n}}};
+  const Tensor padded = c.wrap(x, s).pad(tail, -std::numeric_limits<double>::infinity(), l).reshape({rows, chunks, kChunk}, l);
+  const Tensor index = (payload ? c.wrap(payload, Shape({rows, n}, DType::i32)).pad(tail, 0, l)
+                                : Tensor::iota(Shape({rows, chunks * kChunk}, DType::i32), 1, l))
+                           .reshape({rows, chunks, kChunk}, l);
   mlir::Value best;
-  mlir::Value bestIndex = argmaxAlong(c, loc, c.value(padded.reshape({rows, chunks, kChunk}, l), "sampleTokens"), split, 2,
-                                      c.value(index, "sampleTokens"), &best);
-  return argmaxAlong(c, loc, best, Shape({rows, chunks}, flat.dtype()), 1, bestIndex);
+  mlir::Value bestIndex = argmaxOnce(c, loc, c.value(padded, "argmax"), Shape({rows, chunks, kChunk}, s.dtype()), 2,
+                                     c.value(index, "argmax"), &best);
+  return argmaxAlong(c, loc, best, Shape({rows, chunks}, s.dtype()), 1, bestIndex, l);
 }
 
 Shape withoutAxis(const Shape& s, int64_t ax, DType dtype) {
@@ -412,7 +414,7 @@ RngDraw Rng::categorical(const Tensor& logits, Axis axis, Loc l) const {
   mlir::Value x = convertValue(c, loc, c.value(logits, op), s.dtype(), ct, s);
   mlir::Value y = mlir::arith::AddFOp::create(c.builder(), loc, x, c.value(noise.values, op));
   const Shape out = withoutAxis(s, ax, DType::i32);
-  return RngDraw{noise.rng, c.wrap(argmaxAlong(c, loc, y, cs, ax, nullptr), out)};
+  return RngDraw{noise.rng, c.wrap(argmaxAlong(c, loc, y, cs, ax, nullptr, l), out)};
 }
 
 SampledTokens sampleTokens(const Tensor& logits, const SamplingOptions& o, const Rng& rng, Loc l) {
@@ -448,7 +450,7 @@ SampledTokens sampleTokens(const Tensor& logits, const SamplingOptions& o, const
     mlir::Value t = reshapeValue(c, loc, tokens, Shape({rows}, DType::i32), tokensShape);
     return SampledTokens{c.wrap(t, tokensShape), next};
   };
-  if (o.temperature == 0) return finish(greedyRows(c, loc, x, flat, l), rng);
+  if (o.temperature == 0) return finish(argmaxAlong(c, loc, x, flat, 1, nullptr, l), rng);
 
   return renamingErrors(op, [&] {
     Tensor scaled = c.wrap(x, flat).mulConstant(1 / o.temperature, l);
@@ -468,7 +470,7 @@ SampledTokens sampleTokens(const Tensor& logits, const SamplingOptions& o, const
     }
     RngDraw noise = rng.gumbel(candidates.shape(), l);
     Tensor y = candidates.add(noise.values, l);
-    return finish(argmaxAlong(c, loc, c.value(y, op), y.shape(), 1, payload), noise.rng);
+    return finish(argmaxAlong(c, loc, c.value(y, op), y.shape(), 1, payload, l), noise.rng);
   });
 }
 
