@@ -642,20 +642,7 @@ struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir
       fn->removeAttr(kFreshOutputsAttr);
     }
     mlir::IRRewriter rewriter(fn.getContext());
-    // A copy between strided buffers (a KV cache row per head) would become a call of MLIR's
-    // generic memrefCopy, which walks the elements with index arithmetic: loops instead.
-    std::vector<mlir::memref::CopyOp> copies;
-    fn.walk([&](mlir::memref::CopyOp op) { copies.push_back(op); });
-    for (mlir::memref::CopyOp op : copies) {
-      auto from = mlir::dyn_cast<mlir::MemRefType>(op.getSource().getType());
-      auto to = mlir::dyn_cast<mlir::MemRefType>(op.getTarget().getType());
-      if (!from || !to || !from.hasStaticShape() ||
-          (mlir::memref::isStaticShapeAndContiguousRowMajor(from) && mlir::memref::isStaticShapeAndContiguousRowMajor(to)))
-        continue;
-      rewriter.setInsertionPoint(op);
-      mlir::linalg::CopyOp::create(rewriter, op.getLoc(), op.getSource(), op.getTarget());
-      rewriter.eraseOp(op);
-    }
+    lowerStridedCopies(fn);
     std::vector<mlir::linalg::GenericOp> reductions;
     fn.walk([&](mlir::linalg::GenericOp op) { reductions.push_back(op); });
     std::set<mlir::Operation*> prefetched;  // row loops whose next tile is prefetched already
@@ -757,6 +744,22 @@ struct MathApproxPass : mlir::PassWrapper<MathApproxPass, mlir::OperationPass<ml
 };
 
 }  // namespace
+
+void lowerStridedCopies(mlir::Operation* root) {
+  std::vector<mlir::memref::CopyOp> copies;
+  root->walk([&](mlir::memref::CopyOp op) { copies.push_back(op); });
+  mlir::IRRewriter rewriter(root->getContext());
+  for (mlir::memref::CopyOp op : copies) {
+    auto from = mlir::dyn_cast<mlir::MemRefType>(op.getSource().getType());
+    auto to = mlir::dyn_cast<mlir::MemRefType>(op.getTarget().getType());
+    if (!from || !to || !from.hasStaticShape() ||
+        (mlir::memref::isStaticShapeAndContiguousRowMajor(from) && mlir::memref::isStaticShapeAndContiguousRowMajor(to)))
+      continue;
+    rewriter.setInsertionPoint(op);
+    mlir::linalg::CopyOp::create(rewriter, op.getLoc(), op.getSource(), op.getTarget());
+    rewriter.eraseOp(op);
+  }
+}
 
 void registerFastEwisePasses() {
   static std::once_flag once;

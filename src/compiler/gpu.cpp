@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/fast_ewise.h"
 #include "compiler/kernels/attention.h"
 #include "compiler/kernels/conv.h"
 #include "compiler/kernels/conv_lower.h"
@@ -349,18 +350,49 @@ void lowerAttentionToLibrary(mlir::ModuleOp module) {
   }
 }
 
-// The zero padding ops/conv.cpp's padAndSpread writes into a convolution's input: a generic
-// with no inputs whose body loads the source at clamped (index - before) positions and selects
-// 0 outside it. cuDNN pads by itself: the convolution can read the source.
+// The zero padding ops/conv.cpp's padAndSpread writes into a convolution's input: a zero fill,
+// then the source copied into a subview (framedPaddingOf); or, where the padding also cuts, a
+// generic with no inputs whose body loads the source at clamped (index - before) positions and
+// selects 0 outside it. cuDNN pads by itself: the convolution can read the source.
 struct Padding {
-  mlir::linalg::GenericOp op;
+  std::vector<mlir::Operation*> ops;  // in program order
   mlir::Value source;
   std::vector<int64_t> before, after;  // per axis
 };
 
+std::optional<Padding> framedPaddingOf(mlir::linalg::GenericOp conv, mlir::Value x, mlir::MemRefType padded) {
+  mlir::memref::CopyOp copy;
+  mlir::Operation* fill = nullptr;
+  for (mlir::Operation* prev = conv->getPrevNode(); prev && !fill; prev = prev->getPrevNode()) {
+    auto c = mlir::dyn_cast<mlir::memref::CopyOp>(prev);
+    auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(prev);
+    if (!copy && c && rootOf(c.getTarget()) == x)
+      copy = c;
+    else if (copy && g && g.hasPureBufferSemantics() && kernels::isZeroFill(g) && g.getDpsInitOperand(0)->get() == x)
+      fill = g;
+    else if (mayInterfere(prev, {}, {x}))
+      return std::nullopt;
+  }
+  auto sub = copy ? copy.getTarget().getDefiningOp<mlir::memref::SubViewOp>() : nullptr;
+  if (!fill || !sub || sub.getSource() != x || !sub->hasOneUse() || !onlyUsedBy(x, {fill, sub, conv})) return std::nullopt;
+  auto source = mlir::dyn_cast<mlir::MemRefType>(copy.getSource().getType());
+  if (!source || !source.hasStaticShape() || source.getRank() != padded.getRank()) return std::nullopt;
+  Padding p{{fill, copy}, copy.getSource(), {}, {}};
+  for (int64_t d = 0; d < padded.getRank(); ++d) {
+    const int64_t before = sub.getStaticOffsets()[d], size = source.getDimSize(d);
+    if (mlir::ShapedType::isDynamic(before) || sub.getStaticStrides()[d] != 1 || sub.getStaticSizes()[d] != size)
+      return std::nullopt;
+    p.before.push_back(before), p.after.push_back(padded.getDimSize(d) - before - size);
+  }
+  for (mlir::Operation* between = copy->getNextNode(); between != conv.getOperation(); between = between->getNextNode())
+    if (mayInterfere(between, {rootOf(p.source)}, {x})) return std::nullopt;
+  return p;
+}
+
 std::optional<Padding> paddingOf(mlir::linalg::GenericOp conv, mlir::Value x) {
   auto padded = mlir::dyn_cast<mlir::MemRefType>(x.getType());
   if (!padded || !padded.hasStaticShape() || !x.getDefiningOp<mlir::memref::AllocOp>()) return std::nullopt;
+  if (auto framed = framedPaddingOf(conv, x, padded)) return framed;
   mlir::linalg::GenericOp op;
   for (mlir::Operation* prev = conv->getPrevNode(); prev; prev = prev->getPrevNode()) {
     auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(prev);
@@ -389,7 +421,7 @@ std::optional<Padding> paddingOf(mlir::linalg::GenericOp conv, mlir::Value x) {
     if (auto c = v.getDefiningOp<mlir::arith::ConstantIndexOp>()) return c.value();
     return std::nullopt;
   };
-  Padding p{op, load.getMemRef(), {}, {}};
+  Padding p{{op}, load.getMemRef(), {}, {}};
   for (int64_t d = 0; d < padded.getRank(); ++d) {
     const mlir::Value index = load.getIndices()[d];
     const int64_t size = load.getMemRefType().getDimSize(d);
@@ -427,7 +459,7 @@ std::optional<Padding> paddingOf(mlir::linalg::GenericOp conv, mlir::Value x) {
 struct CudnnConv {
   std::vector<int64_t> words;
   mlir::Value x;
-  mlir::Operation* padding = nullptr;  // moves to the fallback
+  std::vector<mlir::Operation*> padding;  // moves to the fallback
 };
 
 std::optional<CudnnConv> cudnnConvolution(mlir::linalg::GenericOp op) {
@@ -528,7 +560,7 @@ std::optional<CudnnConv> cudnnConvolution(mlir::linalg::GenericOp op) {
     words.insert(words.end(), {types[0].getDimSize(sp.axis) - before - after, ranges[sp.tap], ranges[sp.position],
                                sp.stride, sp.dilation, before, after});
   }
-  if (padding) out.x = padding->source, out.padding = padding->op;
+  if (padding) out.x = padding->source, out.padding = padding->ops;
   // Strides in elements: X {n, c, spatial...}, W {k, c / groups, taps...}, Y {n, k, positions...}.
   words.insert(words.end(), {xStrides[batchAxis], xStrides[featureAxis]});
   for (const Spatial& sp : spatial) words.push_back(xStrides[sp.axis]);
@@ -563,7 +595,7 @@ void lowerConvolutionsToLibrary(mlir::ModuleOp module) {
     for (int64_t w : conv.words) array.push_back(mlir::arith::ConstantIntOp::create(b, loc, w, 64));
     args.push_back(kernels::hostArray(b, op, array));
     mlir::Operation* end = callWithFallback(b, loc, decl, args).thenBlock()->getTerminator();
-    if (conv.padding) conv.padding->moveBefore(end);
+    for (mlir::Operation* pad : conv.padding) pad->moveBefore(end);
     if (fill) fill->moveBefore(end);
     op->moveBefore(end);
   }
@@ -862,6 +894,7 @@ void lowerForCuda(mlir::ModuleOp module, const std::string& target, const Pipeli
   lowerAttentionToLibrary(module);
   lowerConvolutionsToLibrary(module);
   lowerContractionsToLibrary(module);
+  lowerStridedCopies(module);
   runPipeline("func.func(convert-linalg-to-parallel-loops)", "cuda loops");
   wrapSequentialLoops(module);
   tileOutermostLoops(module);

@@ -45,9 +45,9 @@ Pads perAxisPads(const char* op, const Pads& v, size_t n, const std::string& sha
 int64_t spread(int64_t n, int64_t d) { return n == 0 ? 0 : (n - 1) * d + 1; }
 
 /// Pads `x` (of shape s) along `axes` by (low, high) and spreads it by `dilation` (holes between
-/// elements), filling with `fill`. `padded` receives the result's dims. One linalg.generic that
-/// gathers with tensor.extract: tensor.pad and tensor.insert_slice would bufferize to strided
-/// memref.copy, which lowers to a call into MLIR's runtime library.
+/// elements), filling with `fill`. `padded` receives the result's dims. Without holes or cuts:
+/// a fill, then x inserted into its interior (a strided copy, which the CPU lowers to vector
+/// loops). Otherwise one linalg.generic that gathers with tensor.extract.
 mlir::Value padAndSpread(TraceContext& c, mlir::Location loc, mlir::Value x, const Shape& s, const std::vector<int64_t>& axes,
                          const Pads& pads, const std::vector<int64_t>& dilation, double fill, Shape& padded) {
   const int64_t rank = s.rank();
@@ -64,11 +64,24 @@ mlir::Value padAndSpread(TraceContext& c, mlir::Location loc, mlir::Value x, con
   }
   padded = Shape(dims, s.dtype());
   if (!changed) return x;
+  mlir::Value init = emptyLike(c, loc, padded);
+  mlir::TypedAttr fillAttr = scalarAttr(c, s.dtype(), fill);
+  bool framed = true;  // no holes and no cut: the fill, then x copied into its interior
+  for (size_t i = 0; i < axes.size(); ++i) framed = framed && step[axes[i]] == 1 && pads[i].first >= 0 && pads[i].second >= 0;
+  if (framed) {
+    mlir::Value f = mlir::arith::ConstantOp::create(c.builder(), loc, fillAttr);
+    mlir::Value frame = mlir::linalg::FillOp::create(c.builder(), loc, mlir::ValueRange{f}, mlir::ValueRange{init}).getResult(0);
+    llvm::SmallVector<mlir::OpFoldResult> offsets, sizes, strides;
+    for (int64_t a = 0; a < rank; ++a) {
+      offsets.push_back(c.builder().getIndexAttr(lo[a]));
+      sizes.push_back(c.builder().getIndexAttr(s.dim(a)));
+      strides.push_back(c.builder().getIndexAttr(1));
+    }
+    return mlir::tensor::InsertSliceOp::create(c.builder(), loc, x, frame, offsets, sizes, strides).getResult();
+  }
   std::vector<mlir::AffineExpr> exprs;
   for (int64_t i = 0; i < rank; ++i) exprs.push_back(mlir::getAffineDimExpr(static_cast<unsigned>(i), &c.mlir()));
   std::vector<mlir::utils::IteratorType> iterators(rank, mlir::utils::IteratorType::parallel);
-  mlir::Value init = emptyLike(c, loc, padded);
-  mlir::TypedAttr fillAttr = scalarAttr(c, s.dtype(), fill);
   auto generic = mlir::linalg::GenericOp::create(
       c.builder(), loc, mlir::TypeRange{init.getType()}, mlir::ValueRange{}, mlir::ValueRange{init},
       llvm::ArrayRef<mlir::AffineMap>{mlir::AffineMap::get(static_cast<unsigned>(rank), 0, exprs, &c.mlir())}, iterators,
@@ -111,7 +124,7 @@ mlir::Value materialized(TraceContext& c, mlir::Location loc, mlir::Value v) {
   mlir::Value root = v;
   while (auto ext = root.getDefiningOp<mlir::arith::ExtFOp>()) root = ext.getIn();
   mlir::Operation* def = root.getDefiningOp();
-  bool fusable = def && !mlir::isa<mlir::func::CallOp>(def);
+  bool fusable = def && !mlir::isa<mlir::func::CallOp, mlir::tensor::InsertSliceOp>(def);
   if (auto linalgOp = mlir::dyn_cast_or_null<mlir::linalg::LinalgOp>(def)) fusable = linalgOp.getNumReductionLoops() == 0;
   auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
   if (!fusable || type.getNumElements() == 0) return v;

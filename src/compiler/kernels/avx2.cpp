@@ -40,6 +40,7 @@ Path runAvx2(const Problem& p, int threads) { return runWith<V256, CfgF32>(p, th
 
 namespace radix::kernels {
 void runConvGemmAvx2(const ConvGemmPlan& p, int threads) { convGemm<CfgF32>(p, threads); }
+void runConvRowsAvx2(const ConvRowsPlan& p, int threads) { convRows<CfgF32>(p, threads); }
 void runConvDirectAvx2(const ConvDirectPlan& p, int threads) { convDirect(p, threads); }
 }  // namespace radix::kernels
 

@@ -166,6 +166,7 @@ void runConvGemmAvx512(const ConvGemmPlan& p, int threads, bool bf16) {
   else
     convGemm<CfgF32>(p, threads);
 }
+void runConvRowsAvx512(const ConvRowsPlan& p, int threads) { convRows<CfgF32>(p, threads); }
 void runConvDirectAvx512(const ConvDirectPlan& p, int threads) { convDirect(p, threads); }
 }  // namespace radix::kernels
 

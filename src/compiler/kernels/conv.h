@@ -30,8 +30,8 @@ struct ConvProblem {
 };
 
 /// Paths a convolution call took (tests prove the kernel path ran).
-enum class ConvPath : int32_t { gemm = 0, direct = 1, plain = 2, pool = 3 };
-constexpr int kConvPathCount = 4;
+enum class ConvPath : int32_t { gemm = 0, direct = 1, plain = 2, pool = 3, rows = 4 };
+constexpr int kConvPathCount = 5;
 /// Calls of radix_kernel_conv that took `path` since the process started.
 uint64_t convCallCount(ConvPath path);
 /// Tabled GEMM calls that ran on AMX tiles (bf16 x bf16 on an AMX host).
@@ -51,6 +51,22 @@ struct ConvGemmPlan {
   int64_t m = 0, n = 0, k = 0;
   const int64_t *xRow = nullptr, *xK = nullptr, *yK = nullptr, *yCol = nullptr, *cRow = nullptr, *cCol = nullptr;
   const int32_t *yRun = nullptr, *yStep = nullptr;
+};
+
+/// X packed whole for a call (every group, all of K) at most this large.
+constexpr int64_t kConvXPackBytes = int64_t(16) << 20;
+
+/// The extended-grid convolution (f32; C's positions along the GEMM's columns, read from the
+/// input in place, without a gather). g is the tabled plan (X the kernel, Y the input); its column
+/// tables are not read. The last two position dims (h rows of w) sit on a grid whose rows are
+/// `ext` columns apart: position (r, s) is column r * ext + s and reads y[yK[k] + r * ext + s],
+/// since their input strides are ext and 1. Each k's run of columns is then one contiguous run
+/// of the input; the ext - w columns past each row are computed and dropped. The other position
+/// dims (the batch) are `outer` offsets oy into y and oc into c.
+struct ConvRowsPlan {
+  ConvGemmPlan g;
+  int64_t outer = 1, h = 1, w = 1, ext = 1;
+  const int64_t *oy = nullptr, *oc = nullptr;
 };
 
 /// What the direct kernel folds into C: A * B (convolutions), max(C, A) or C + A (pooling).
@@ -73,6 +89,9 @@ struct ConvDirectPlan {
 void runConvGemmX86_64(const ConvGemmPlan& p, int threads);
 void runConvGemmAvx2(const ConvGemmPlan& p, int threads);
 void runConvGemmAvx512(const ConvGemmPlan& p, int threads, bool bf16);
+void runConvRowsX86_64(const ConvRowsPlan& p, int threads);
+void runConvRowsAvx2(const ConvRowsPlan& p, int threads);
+void runConvRowsAvx512(const ConvRowsPlan& p, int threads);
 /// amx.cpp: bf16 x bf16 on tdpbf16ps tiles (call only where amxBf16Available()).
 void runConvGemmAmx(const ConvGemmPlan& p, int threads);
 void runConvDirectX86_64(const ConvDirectPlan& p, int threads);

@@ -172,6 +172,36 @@ ConvGemmPlan gemmPlan(const ConvProblem& p, GemmTables& t) {
   return g;
 }
 
+struct GridTables {
+  std::vector<int64_t> oy, oc;
+};
+
+// The extended grid of ConvRowsPlan for the tabled plan g, where it applies: f32 operands, C's
+// positions along its unit stride, read at the input's unit stride, rows of positions at most a
+// third longer on the grid (3x3 at 7x7: 9 columns a row), and X small enough to pack whole.
+bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, GridTables& t, ConvRowsPlan& r) {
+  if (g.xType != Elem::f32 || g.yType != Elem::f32) return false;
+  for (int i = 0; i < p.nn; ++i)
+    if (p.n[i].sc == 1 && p.n[i].size > 1) return false;
+  std::vector<ConvDim> pos;
+  for (const ConvDim& d : sortedBy(p.m, p.nm, &ConvDim::sc))
+    if (d.size > 1) pos.push_back(d);
+  if (pos.empty() || pos.back().sc != 1 || pos.back().sa != 1) return false;
+  const ConvDim w = pos.back();
+  pos.pop_back();
+  ConvDim h{1, w.size, 0, w.size};
+  if (!pos.empty() && pos.back().sc == w.size && pos.back().sa >= w.size && 3 * (pos.back().sa - w.size) <= w.size) {
+    h = pos.back();
+    pos.pop_back();
+  }
+  if (g.groups * (g.m + 7) / 8 * 8 * g.k * 4 > kConvXPackBytes) return false;
+  t.oy = offsetTable(pos, &ConvDim::sa), t.oc = offsetTable(pos, &ConvDim::sc);
+  r.g = g;
+  r.outer = static_cast<int64_t>(t.oy.size()), r.h = h.size, r.w = w.size, r.ext = h.sa;
+  r.oy = t.oy.data(), r.oc = t.oc.data();
+  return true;
+}
+
 }  // namespace
 
 }  // namespace radix::kernels
@@ -236,7 +266,17 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
     path = ConvPath::gemm;
     GemmTables tables;
     const ConvGemmPlan plan = gemmPlan(p, tables);
-    if (run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16) {
+    GridTables grid;
+    ConvRowsPlan rows;
+    if (rowsPlan(p, plan, grid, rows)) {
+      path = ConvPath::rows;
+      if (run >= Isa::avx512)
+        runConvRowsAvx512(rows, t);
+      else if (run == Isa::avx2)
+        runConvRowsAvx2(rows, t);
+      else
+        runConvRowsX86_64(rows, t);
+    } else if (run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16) {
       runConvGemmAmx(plan, t);
       amxCalls.fetch_add(1, std::memory_order_relaxed);
     } else if (run >= Isa::avx512bf16)

@@ -10,6 +10,8 @@ namespace {
 
 using radix::kernels::ConvDirectPlan;
 using radix::kernels::ConvGemmPlan;
+using radix::kernels::ConvRowsPlan;
+using radix::kernels::kConvXPackBytes;
 using radix::kernels::DirectOp;
 
 inline uint16_t raw16(const void* base, int64_t i) { return static_cast<const uint16_t*>(base)[i]; }
@@ -206,17 +208,13 @@ void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_
 }
 
 // X of every group packed once into whole-K panels (panel p of group gi at (gi * panels + p) *
-// kp * MR), split among threads; null when it would exceed kXPackBytes or X is used by one
-// column block only (then packing per block reads it once anyway).
+// kp * MR), split among threads.
 template <class Cfg, Elem EX>
-const typename Cfg::PackT* convPrepackX(const ConvGemmPlan& g, int threads, Scratch& storage) {
+const typename Cfg::PackT* convPackXWhole(const ConvGemmPlan& g, int threads, Scratch& storage) {
   using PackT = typename Cfg::PackT;
   constexpr int MR = Cfg::MR, P = Cfg::kPair;
-  constexpr int64_t kXPackBytes = int64_t(16) << 20;
   const int64_t kp = (g.k + P - 1) / P * P, panels = (g.m + MR - 1) / MR;
-  const int64_t bytes = g.groups * panels * kp * MR * static_cast<int64_t>(sizeof(PackT));
-  if (bytes > kXPackBytes || g.n <= convColumnBlock<Cfg>(kp, g.n)) return nullptr;
-  PackT* x = static_cast<PackT*>(storage.get(static_cast<size_t>(bytes)));
+  PackT* x = static_cast<PackT*>(storage.get(static_cast<size_t>(g.groups * panels * kp * MR) * sizeof(PackT)));
   // Panels [u0, u1) of all groups in a row: one convPackX call per group they touch.
   auto pack = [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1;) {
@@ -237,6 +235,17 @@ const typename Cfg::PackT* convPrepackX(const ConvGemmPlan& g, int threads, Scra
     }
   }
   return x;
+}
+
+// convPackXWhole where it pays: null when it would exceed kConvXPackBytes or X is used by one
+// column block only (then packing per block reads it once anyway).
+template <class Cfg, Elem EX>
+const typename Cfg::PackT* convPrepackX(const ConvGemmPlan& g, int threads, Scratch& storage) {
+  constexpr int MR = Cfg::MR, P = Cfg::kPair;
+  const int64_t kp = (g.k + P - 1) / P * P, panels = (g.m + MR - 1) / MR;
+  const int64_t bytes = g.groups * panels * kp * MR * static_cast<int64_t>(sizeof(typename Cfg::PackT));
+  if (bytes > kConvXPackBytes || g.n <= convColumnBlock<Cfg>(kp, g.n)) return nullptr;
+  return convPackXWhole<Cfg, EX>(g, threads, storage);
 }
 
 template <class Cfg, Elem EX, Elem EY>
@@ -263,6 +272,90 @@ void convGemm(const ConvGemmPlan& g, int threads) {
     case Elem::f32: return withY.template operator()<Elem::f32>();
     case Elem::f16: return withY.template operator()<Elem::f16>();
     case Elem::bf16: return withY.template operator()<Elem::bf16>();
+  }
+}
+
+// One tile of convRows: C[i, j] = sum_k X[i, k] y[yK[k] + j] for MR rows of packed X and the
+// first `live` of NR consecutive columns, into out (MR x NR, row-major).
+template <class V, int MR, int NV, bool Full>
+void microRows(int64_t kc, const float* __restrict ap, const float* y, const int64_t* __restrict yK, int live,
+               float* __restrict out) {
+  typename V::R acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+  int lanes[NV];
+  for (int v = 0; v < NV; ++v) lanes[v] = live - v * V::W < 0 ? 0 : live - v * V::W > V::W ? V::W : live - v * V::W;
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* b = y + yK[k];
+    typename V::R bv[NV];
+    for (int v = 0; v < NV; ++v)
+      bv[v] = Full ? V::load(b + v * V::W) : lanes[v] > 0 ? V::loadN(b + v * V::W, lanes[v]) : V::zero();
+    for (int i = 0; i < MR; ++i) {
+      const typename V::R a = V::set1(ap[i]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(a, bv[v], acc[i][v]);
+    }
+    ap += MR;
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) V::store(out + i * NV * V::W + v * V::W, acc[i][v]);
+}
+
+template <class V>
+inline void addRun(float* dst, const float* src, int n) {
+  int t = 0;
+  for (; t + V::W <= n; t += V::W) V::store(dst + t, V::add(V::load(dst + t), V::load(src + t)));
+  if (t < n) V::storeN(dst + t, V::add(V::loadN(dst + t, n - t), V::loadN(src + t, n - t)), n - t);
+}
+
+// The extended-grid convolution (conv.h's ConvRowsPlan): X packed once, the input read in place.
+// A unit is NR columns of one outer index in one group, against every row panel of X: its input
+// lines stay in L1/L2 across the panels.
+template <class Cfg>
+void convRows(const ConvRowsPlan& p, int threads) {
+  using V = typename Cfg::V;
+  constexpr int MR = Cfg::MR, NV = Cfg::NV, NR = Cfg::NR;
+  const ConvGemmPlan& g = p.g;
+  Scratch storage;
+  const float* xPre = convPackXWhole<Cfg, Elem::f32>(g, threads, storage);
+  const int64_t cols = (p.h - 1) * p.ext + p.w, tiles = (cols + NR - 1) / NR, panels = (g.m + MR - 1) / MR;
+  auto unit = [&](int64_t u) {
+    const int64_t gi = u / (p.outer * tiles), o = u / tiles % p.outer, j0 = u % tiles * NR;
+    const int live = static_cast<int>(cols - j0 < NR ? cols - j0 : NR);
+    const float* y = static_cast<const float*>(g.y) + gi * g.gy + p.oy[o] + j0;
+    float* c = g.c + gi * g.gc + p.oc[o];
+    // The tile's columns that are positions: a run per grid row, at its offset in C.
+    struct Run {
+      int l0, len;
+      int64_t at;
+    } runs[NR];
+    int nRuns = 0;
+    for (int64_t r = j0 / p.ext; r < p.h && r * p.ext < j0 + live; ++r) {
+      const int64_t s = j0 > r * p.ext ? j0 : r * p.ext, e = j0 + live < r * p.ext + p.w ? j0 + live : r * p.ext + p.w;
+      if (s < e) runs[nRuns++] = {static_cast<int>(s - j0), static_cast<int>(e - s), r * p.w + s - r * p.ext};
+    }
+    const float* xg = xPre + gi * panels * g.k * MR;
+    alignas(64) float out[MR * NR];
+    for (int64_t q = 0; q < panels; ++q) {
+      if (live == NR)
+        microRows<V, MR, NV, true>(g.k, xg + q * g.k * MR, y, g.yK, live, out);
+      else
+        microRows<V, MR, NV, false>(g.k, xg + q * g.k * MR, y, g.yK, live, out);
+      const int mr = static_cast<int>(g.m - q * MR < MR ? g.m - q * MR : MR);
+      for (int i = 0; i < mr; ++i) {
+        float* row = c + g.cRow[q * MR + i];
+        for (int r = 0; r < nRuns; ++r) addRun<V>(row + runs[r].at, out + i * NR + runs[r].l0, runs[r].len);
+      }
+    }
+  };
+  const int64_t units = g.groups * p.outer * tiles;
+  if (threads <= 1 || units < 2) {
+    for (int64_t u = 0; u < units; ++u) unit(u);
+  } else {
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) unit(u);
+    }
   }
 }
 

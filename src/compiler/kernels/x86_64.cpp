@@ -65,5 +65,6 @@ Path runX86_64(const Problem& p, int threads) { return runWith<V128, CfgF32>(p, 
 
 namespace radix::kernels {
 void runConvGemmX86_64(const ConvGemmPlan& p, int threads) { convGemm<CfgF32>(p, threads); }
+void runConvRowsX86_64(const ConvRowsPlan& p, int threads) { convRows<CfgF32>(p, threads); }
 void runConvDirectX86_64(const ConvDirectPlan& p, int threads) { convDirect(p, threads); }
 }  // namespace radix::kernels
