@@ -166,7 +166,12 @@ void runConvGemmAvx512(const ConvGemmPlan& p, int threads, bool bf16) {
   else
     convGemm<CfgF32>(p, threads);
 }
-void runConvRowsAvx512(const ConvRowsPlan& p, int threads) { convRows<CfgF32>(p, threads); }
+void runConvRowsAvx512(const ConvRowsPlan& p, int threads, bool bf16) {
+  if (bf16 && p.g.xType == Elem::bf16 && p.g.yType == Elem::bf16)
+    convRows<CfgBf16>(p, threads);
+  else
+    convRows<CfgF32>(p, threads);
+}
 void runConvDirectAvx512(const ConvDirectPlan& p, int threads) { convDirect(p, threads); }
 }  // namespace radix::kernels
 

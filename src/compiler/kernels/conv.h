@@ -56,8 +56,9 @@ struct ConvGemmPlan {
 /// X packed whole for a call (every group, all of K) at most this large.
 constexpr int64_t kConvXPackBytes = int64_t(16) << 20;
 
-/// The extended-grid convolution (f32; C's positions along the GEMM's columns, read from the
-/// input in place, without a gather). g is the tabled plan (X the kernel, Y the input); its column
+/// The extended-grid convolution (C's positions along the GEMM's columns, read from the input
+/// in place, without a gather: f32, and bf16 on avx512bf16 hosts, whose pairs are interleaved
+/// per tile). g is the tabled plan (X the kernel, Y the input); its column
 /// tables are not read. The last two position dims (h rows of w) sit on a grid whose rows are
 /// `ext` columns apart: position (r, s) is column r * ext + s and reads y[yK[k] + r * ext + s],
 /// since their input strides are ext and 1. Each k's run of columns is then one contiguous run
@@ -91,7 +92,8 @@ void runConvGemmAvx2(const ConvGemmPlan& p, int threads);
 void runConvGemmAvx512(const ConvGemmPlan& p, int threads, bool bf16);
 void runConvRowsX86_64(const ConvRowsPlan& p, int threads);
 void runConvRowsAvx2(const ConvRowsPlan& p, int threads);
-void runConvRowsAvx512(const ConvRowsPlan& p, int threads);
+/// bf16: bf16 x bf16 on vdpbf16ps (call only where the host has avx512bf16).
+void runConvRowsAvx512(const ConvRowsPlan& p, int threads, bool bf16);
 /// amx.cpp: bf16 x bf16 on tdpbf16ps tiles (call only where amxBf16Available()).
 void runConvGemmAmx(const ConvGemmPlan& p, int threads);
 void runConvDirectX86_64(const ConvDirectPlan& p, int threads);

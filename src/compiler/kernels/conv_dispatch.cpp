@@ -176,11 +176,14 @@ struct GridTables {
   std::vector<int64_t> oy, oc;
 };
 
-// The extended grid of ConvRowsPlan for the tabled plan g, where it applies: f32 operands, C's
+// The extended grid of ConvRowsPlan for the tabled plan g, where it applies: f32 operands (or
+// bf16 ones where vdpbf16ps runs them, and AMX does not), C's
 // positions along its unit stride, read at the input's unit stride, rows of positions at most a
 // third longer on the grid (3x3 at 7x7: 9 columns a row), and X small enough to pack whole.
-bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, GridTables& t, ConvRowsPlan& r) {
-  if (g.xType != Elem::f32 || g.yType != Elem::f32) return false;
+bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, Isa run, GridTables& t, ConvRowsPlan& r) {
+  const bool f32 = g.xType == Elem::f32 && g.yType == Elem::f32;
+  const bool bf16 = g.xType == Elem::bf16 && g.yType == Elem::bf16 && run == Isa::avx512bf16;
+  if (!f32 && !bf16) return false;
   for (int i = 0; i < p.nn; ++i)
     if (p.n[i].sc == 1 && p.n[i].size > 1) return false;
   std::vector<ConvDim> pos;
@@ -268,10 +271,10 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
     const ConvGemmPlan plan = gemmPlan(p, tables);
     GridTables grid;
     ConvRowsPlan rows;
-    if (rowsPlan(p, plan, grid, rows)) {
+    if (rowsPlan(p, plan, run, grid, rows)) {
       path = ConvPath::rows;
       if (run >= Isa::avx512)
-        runConvRowsAvx512(rows, t);
+        runConvRowsAvx512(rows, t, run >= Isa::avx512bf16);
       else if (run == Isa::avx2)
         runConvRowsAvx2(rows, t);
       else

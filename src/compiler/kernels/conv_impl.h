@@ -307,21 +307,34 @@ inline void addRun(float* dst, const float* src, int n) {
   if (t < n) V::storeN(dst + t, V::add(V::loadN(dst + t, n - t), V::loadN(src + t, n - t)), n - t);
 }
 
-// The extended-grid convolution (conv.h's ConvRowsPlan): X packed once, the input read in place.
-// A unit is NR columns of one outer index in one group, against every row panel of X: its input
-// lines stay in L1/L2 across the panels.
+// A tile's B panel of bf16 pairs for convRows: pair q holds y[yK[2q] + j] and y[yK[2q + 1] + j]
+// for the first `live` of NR columns (zeros past them, and in the second halves past K).
+template <class Cfg>
+void packRowsPairs(const uint16_t* y, const int64_t* yK, int64_t k, int live, uint16_t* __restrict dst) {
+  constexpr int NR = Cfg::NR;
+  for (int64_t q = 0; q < k; q += 2, dst += 2 * NR)
+    Cfg::interleave(y + yK[q], q + 1 < k ? y + yK[q + 1] : nullptr, dst, live);
+}
+
+// The extended-grid convolution (conv.h's ConvRowsPlan): X packed once; f32 inputs read in
+// place, bf16 ones interleaved into pairs per tile (contiguous runs: no gather). A unit is NR
+// columns of one outer index in one group, against every row panel of X: its input lines stay
+// in L1/L2 across the panels.
 template <class Cfg>
 void convRows(const ConvRowsPlan& p, int threads) {
   using V = typename Cfg::V;
-  constexpr int MR = Cfg::MR, NV = Cfg::NV, NR = Cfg::NR;
+  using PackT = typename Cfg::PackT;
+  constexpr int MR = Cfg::MR, NV = Cfg::NV, NR = Cfg::NR, P = Cfg::kPair;
+  constexpr Elem E = P == 2 ? Elem::bf16 : Elem::f32;
   const ConvGemmPlan& g = p.g;
   Scratch storage;
-  const float* xPre = convPackXWhole<Cfg, Elem::f32>(g, threads, storage);
+  const PackT* xPre = convPackXWhole<Cfg, E>(g, threads, storage);
+  const int64_t kp = (g.k + P - 1) / P * P;
   const int64_t cols = (p.h - 1) * p.ext + p.w, tiles = (cols + NR - 1) / NR, panels = (g.m + MR - 1) / MR;
   auto unit = [&](int64_t u) {
     const int64_t gi = u / (p.outer * tiles), o = u / tiles % p.outer, j0 = u % tiles * NR;
     const int live = static_cast<int>(cols - j0 < NR ? cols - j0 : NR);
-    const float* y = static_cast<const float*>(g.y) + gi * g.gy + p.oy[o] + j0;
+    const PackT* y = static_cast<const PackT*>(g.y) + gi * g.gy + p.oy[o] + j0;
     float* c = g.c + gi * g.gc + p.oc[o];
     // The tile's columns that are positions: a run per grid row, at its offset in C.
     struct Run {
@@ -333,13 +346,23 @@ void convRows(const ConvRowsPlan& p, int threads) {
       const int64_t s = j0 > r * p.ext ? j0 : r * p.ext, e = j0 + live < r * p.ext + p.w ? j0 + live : r * p.ext + p.w;
       if (s < e) runs[nRuns++] = {static_cast<int>(s - j0), static_cast<int>(e - s), r * p.w + s - r * p.ext};
     }
-    const float* xg = xPre + gi * panels * g.k * MR;
+    const PackT* xg = xPre + gi * panels * kp * MR;
+    PackT* bp = nullptr;
+    if constexpr (P == 2) {
+      static thread_local Scratch panel;
+      bp = static_cast<PackT*>(panel.get(sizeof(PackT) * kp * NR));
+      packRowsPairs<Cfg>(y, g.yK, g.k, live, bp);
+    }
     alignas(64) float out[MR * NR];
     for (int64_t q = 0; q < panels; ++q) {
-      if (live == NR)
+      if constexpr (P == 2) {
+        for (int i = 0; i < MR * NR; i += V::W) V::store(out + i, V::zero());
+        Cfg::micro(kp / P, xg + q * kp * MR, bp, out, NR, 1, MR, NR);
+      } else if (live == NR) {
         microRows<V, MR, NV, true>(g.k, xg + q * g.k * MR, y, g.yK, live, out);
-      else
+      } else {
         microRows<V, MR, NV, false>(g.k, xg + q * g.k * MR, y, g.yK, live, out);
+      }
       const int mr = static_cast<int>(g.m - q * MR < MR ? g.m - q * MR : MR);
       for (int i = 0; i < mr; ++i) {
         float* row = c + g.cRow[q * MR + i];
