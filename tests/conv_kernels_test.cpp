@@ -38,13 +38,15 @@ struct Case {
 // Logical index order everywhere: {b, c, spatial...} for data, {o, i, k...} for kernels.
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
-      {"1d_plain", 1, 3, 5, {17}, {3}, {1}, {1}, {}, 1, false, Path::rows},
+      {"1d_plain", 1, 3, 5, {17}, {3}, {1}, {1}, {}, 1, false, Path::gemm},
       {"1d_stride2_pad_dilation", 3, 5, 7, {23}, {3}, {2}, {2}, {{2, 1}}, 1, false, Path::gemm},
       {"1d_nhwc", 3, 9, 11, {19}, {4}, {1}, {1}, {{1, 2}}, 1, true, Path::gemm},
       {"2d_3x3_s1_pad", 1, 9, 13, {11, 10}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
       // 7 x 7 positions on a grid of 9 columns a row (ext 9): junk columns in every tile, a short
       // last tile, 33 outputs (partial row panels at MR 8, 6 and 4) and two images (outer).
       {"2d_3x3_s1_7x7_batch2", 2, 20, 33, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
+      // Rows of positions 2 input rows apart (stride 2 along h only): each a grid of its own.
+      {"2d_s2x1_rows_apart", 2, 6, 11, {9, 37}, {3, 3}, {2, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
       {"2d_3x3_s2_batch3", 3, 5, 10, {13, 9}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
       {"2d_nhwc_s2", 3, 7, 17, {12, 9}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {0, 1}}, 1, true, Path::gemm},
       {"2d_nhwc_dilation", 1, 6, 9, {13, 11}, {3, 2}, {1, 2}, {2, 1}, {{2, 2}, {0, 0}}, 1, true, Path::gemm},
@@ -77,7 +79,7 @@ const std::vector<Case>& cases() {
       {"2d_depthwise", 3, 11, 11, {10, 9}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 11, false, Path::direct},
       {"2d_depthwise_s2_nhwc", 1, 10, 10, {11, 12}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 10, true, Path::direct},
       {"2d_depthwise_multiplier2", 1, 5, 10, {9, 9}, {5, 3}, {1, 2}, {1, 1}, {{2, 2}, {1, 1}}, 5, false, Path::direct},
-      {"3d", 3, 3, 5, {5, 6, 7}, {2, 3, 3}, {1, 2, 1}, {1, 1, 2}, {{0, 1}, {1, 1}, {2, 2}}, 1, false, Path::rows},
+      {"3d", 3, 3, 5, {5, 6, 7}, {2, 3, 3}, {1, 2, 1}, {1, 1, 2}, {{0, 1}, {1, 1}, {2, 2}}, 1, false, Path::gemm},
       {"3d_nhwc", 1, 4, 6, {5, 4, 6}, {3, 2, 3}, {1, 1, 2}, {1, 1, 1}, {{1, 1}, {0, 0}, {1, 1}}, 1, true, Path::gemm},
   };
   return c;
@@ -274,7 +276,7 @@ const Case& named(const std::string& name) {
 TEST(ConvKernels, Bf16) {
   const uint64_t amx = kernels::convAmxCallCount();
   for (const char* name : {"1d_stride2_pad_dilation", "2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_k360_nchw", "2d_groups2",
-                           "2d_3x3_s1_7x7_batch2", "2d_3x3_s1_pad",
+                           "2d_3x3_s1_7x7_batch2", "2d_3x3_s1_pad", "2d_s2x1_rows_apart",
                            "2d_1x1_nhwc_batch3", "2d_1x1_s2_downsample", "2d_depthwise", "3d_nhwc", "2d_k1170_nchw",
                            "2d_whole_tiles_nhwc", "2d_k576_x_packed_once", "2d_k567_groups2_x_packed_once",
                            "2d_3x3_s2_wide_rows"})
@@ -287,7 +289,7 @@ TEST(ConvKernels, LowerTargets) {
   const std::vector<Target> ts = targets();
   for (size_t t = 1; t < ts.size(); ++t)
     for (const char* name : {"2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_1x1_batch3", "2d_depthwise", "3d", "2d_3x3_s2_wide_rows",
-                             "2d_3x3_s1_7x7_batch2", "2d_k360_nchw"})
+                             "2d_3x3_s1_7x7_batch2", "2d_k360_nchw", "2d_s2x1_rows_apart"})
       check(named(name), DType::f32, 1, ts[t].cpu);
 }
 

@@ -177,9 +177,10 @@ struct GridTables {
 };
 
 // The extended grid of ConvRowsPlan for the tabled plan g, where it applies: f32 operands (or
-// bf16 ones where vdpbf16ps runs them, and AMX does not), C's
-// positions along its unit stride, read at the input's unit stride, rows of positions at most a
-// third longer on the grid (3x3 at 7x7: 9 columns a row), and X small enough to pack whole.
+// bf16 ones where vdpbf16ps runs them, and AMX does not), C's positions along its unit stride,
+// read at the input's unit stride, and X small enough to pack whole. Rows of positions share a
+// grid when it is at most a third longer than they are (3x3 at 7x7: 9 columns a row); else each
+// row is a grid of its own, and it needs 16 positions at least to fill its tiles.
 bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, Isa run, GridTables& t, ConvRowsPlan& r) {
   const bool f32 = g.xType == Elem::f32 && g.yType == Elem::f32;
   const bool bf16 = g.xType == Elem::bf16 && g.yType == Elem::bf16 && run == Isa::avx512bf16;
@@ -197,7 +198,8 @@ bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, Isa run, GridTables& 
     h = pos.back();
     pos.pop_back();
   }
-  if (g.groups * (g.m + 7) / 8 * 8 * g.k * 4 > kConvXPackBytes) return false;
+  if (h.size == 1 && w.size < 16) return false;
+  if (g.groups * ((g.m + 7) / 8 * 8) * g.k * 4 > kConvXPackBytes) return false;
   t.oy = offsetTable(pos, &ConvDim::sa), t.oc = offsetTable(pos, &ConvDim::sc);
   r.g = g;
   r.outer = static_cast<int64_t>(t.oy.size()), r.h = h.size, r.w = w.size, r.ext = h.sa;
