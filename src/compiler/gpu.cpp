@@ -52,6 +52,13 @@ void LLVMInitializeNVPTXAsmPrinter();
 namespace radix::detail {
 namespace {
 
+using kernels::bufferUnder;
+using kernels::contiguousOf;
+using kernels::mayInterfere;
+using kernels::rootOf;
+using kernels::zeroFillBefore;
+
+
 // Threads per block of the element-wise kernels.
 constexpr int64_t kBlockThreads = 256;
 // The largest buffer whose elements host code may read or write (copied whole for each access).
@@ -87,64 +94,6 @@ mlir::scf::IfOp callWithFallback(mlir::OpBuilder& b, mlir::Location loc, mlir::f
   const mlir::Value zero = mlir::arith::ConstantIntOp::create(b, loc, 0, 32);
   const mlir::Value fallback = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, status, zero);
   return mlir::scf::IfOp::create(b, loc, fallback, /*withElseRegion=*/false);
-}
-
-// The buffer a value views through reshapes (an allocation or an argument).
-mlir::Value bufferUnder(mlir::Value v) {
-  for (;;) {
-    if (auto e = v.getDefiningOp<mlir::memref::ExpandShapeOp>()) v = e.getSrc();
-    else if (auto c = v.getDefiningOp<mlir::memref::CollapseShapeOp>()) v = c.getSrc();
-    else return v;
-  }
-}
-
-// A static, row-major memref of `count` elements: two such views of one buffer list its
-// elements in the same order.
-bool contiguousOf(mlir::Value v, int64_t count) {
-  auto t = mlir::dyn_cast<mlir::MemRefType>(v.getType());
-  return t && t.hasStaticShape() && t.getLayout().isIdentity() && t.getNumElements() == count;
-}
-
-// The allocation or argument under a chain of views (reshapes, subviews, casts).
-mlir::Value rootOf(mlir::Value v) {
-  while (auto view = v.getDefiningOp<mlir::ViewLikeOpInterface>()) v = view.getViewSource();
-  return v;
-}
-
-// Whether moving a library call (and its contraction) past `op` could change what it reads or
-// writes: `op` may write a buffer of `read`, or read or write one of `written`. Only generic ops
-// on buffers and allocations are looked into; anything else might.
-bool mayInterfere(mlir::Operation* op, llvm::ArrayRef<mlir::Value> read, llvm::ArrayRef<mlir::Value> written) {
-  if (mlir::isPure(op) || mlir::isa<mlir::memref::AllocOp>(op)) return false;
-  auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
-  if (!generic || !generic.hasPureBufferSemantics()) return true;
-  for (mlir::OpOperand& operand : generic->getOpOperands()) {
-    const mlir::Value root = rootOf(operand.get());
-    if (llvm::is_contained(written, root)) return true;
-    if (generic.isDpsInit(&operand) && llvm::is_contained(read, root)) return true;
-  }
-  return false;
-}
-
-// The zero fill of a contraction's result before it (ops between that leave its buffer alone),
-// or null: the library call then overwrites the result instead of accumulating, and the fill
-// goes with the fallback. The fill may write the result through another view of its buffer, if
-// both views cover all of it.
-mlir::Operation* zeroFillBefore(mlir::linalg::GenericOp op) {
-  const mlir::Value c = op.getDpsInitOperand(0)->get(), root = rootOf(c);
-  for (mlir::Operation* prev = op->getPrevNode(); prev; prev = prev->getPrevNode()) {
-    auto fill = mlir::dyn_cast<mlir::linalg::GenericOp>(prev);
-    if (fill && fill.hasPureBufferSemantics() && kernels::isZeroFill(fill)) {
-      const mlir::Value filled = fill.getDpsInitOperand(0)->get();
-      if (filled == c) return fill;
-      auto type = mlir::dyn_cast<mlir::MemRefType>(bufferUnder(c).getType());
-      if (type && type.hasStaticShape() && bufferUnder(filled) == bufferUnder(c) &&
-          contiguousOf(filled, type.getNumElements()) && contiguousOf(c, type.getNumElements()))
-        return fill;
-    }
-    if (mayInterfere(prev, {}, {root})) return nullptr;
-  }
-  return nullptr;
 }
 
 // Every use of `buffer`, through reshapes, is one of `allowed` or a dealloc.

@@ -68,6 +68,7 @@ struct ConvRowsPlan {
   ConvGemmPlan g;
   int64_t outer = 1, h = 1, w = 1, ext = 1;
   const int64_t *oy = nullptr, *oc = nullptr;
+  bool overwrite = false;  // C = the convolution (kConvOverwrite), else C += it
 };
 
 /// What the direct kernel folds into C: A * B (convolutions), max(C, A) or C + A (pooling).
@@ -100,9 +101,12 @@ void runConvDirectX86_64(const ConvDirectPlan& p, int threads);
 void runConvDirectAvx2(const ConvDirectPlan& p, int threads);
 void runConvDirectAvx512(const ConvDirectPlan& p, int threads);
 
-/// Descriptor layout (i64 words): version, types (aType | bType << 8), nm, nn, nk, then the
-/// group dim and the nm + nn + nk dims as (size, sa, sb, sc).
+/// Descriptor layout (i64 words): version, types (aType | bType << 8, plus kConvOverwrite), nm,
+/// nn, nk, then the group dim and the nm + nn + nk dims as (size, sa, sb, sc).
 constexpr int64_t kConvDescVersion = 1;
+/// In the types word: C holds no values yet (the zero fill before the convolution was dropped),
+/// so the call writes every element of C rather than adding to it.
+constexpr int64_t kConvOverwrite = int64_t(1) << 16;
 constexpr int kConvDescHeader = 5;
 /// Pooling descriptor: version, aType, DirectOp, parallel dims, window dims, then each dim as
 /// (size, sa, sc).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <vector>
 
 #include "compiler/kernels/conv.h"
@@ -172,6 +173,18 @@ ConvGemmPlan gemmPlan(const ConvProblem& p, GemmTables& t) {
   return g;
 }
 
+// C = 0 over the convolution's output (the group, M and N dims), in runs where C's unit-stride
+// dim allows (for the paths that add to C, under kConvOverwrite).
+void zeroOutput(const ConvProblem& p) {
+  std::vector<ConvDim> dims{ConvDim{p.group.size, 0, 0, p.group.sc}};
+  for (int i = 0; i < p.nm; ++i) dims.push_back({p.m[i].size, 0, 0, p.m[i].sc});
+  for (int i = 0; i < p.nn; ++i) dims.push_back({p.n[i].size, 0, 0, p.n[i].sc});
+  dims = mergeDims(sortedBy(dims.data(), static_cast<int>(dims.size()), &ConvDim::sc));
+  int64_t run = 1;
+  if (!dims.empty() && dims.back().sc == 1) run = dims.back().size, dims.pop_back();
+  for (int64_t at : offsetTable(dims, &ConvDim::sc)) std::memset(p.c + at, 0, sizeof(float) * static_cast<size_t>(run));
+}
+
 struct GridTables {
   std::vector<int64_t> oy, oc;
 };
@@ -224,6 +237,7 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
       d[4] > ConvProblem::kMaxDims)
     return;
   p.nm = static_cast<int>(d[2]), p.nn = static_cast<int>(d[3]), p.nk = static_cast<int>(d[4]);
+  const bool overwrite = (d[1] & kConvOverwrite) != 0;
   const int64_t* at = d + kConvDescHeader;
   auto next = [&](ConvDim& x) {
     x = {at[0], at[1], at[2], at[3]};
@@ -244,8 +258,18 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   if (omp_in_parallel() || flops < 1e6) t = 1;
   t = std::max(t, 1);
   // Isa values grow with the instruction sets: anything past avx512bf16 runs its kernels.
+  Problem q;
+  const bool plain = asPlainProblem(p, q), direct = !plain && useDirect(p), tabled = !plain && !direct;
+  GemmTables tables;
+  ConvGemmPlan plan;
+  if (tabled) plan = gemmPlan(p, tables);
+  GridTables grid;
+  ConvRowsPlan rows;
+  const bool onGrid = tabled && rowsPlan(p, plan, run, grid, rows);
+  // Every path but the extended grid adds to C.
+  if (overwrite && !onGrid) zeroOutput(p);
   ConvPath path;
-  if (Problem q; asPlainProblem(p, q)) {
+  if (plain) {
     path = ConvPath::plain;
     if (run == Isa::amx)
       runAmx(q, t);
@@ -257,7 +281,7 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
       runAvx2(q, t);
     else
       runX86_64(q, t);
-  } else if (useDirect(p)) {
+  } else if (direct) {
     path = ConvPath::direct;
     DirectTables tables;
     const ConvDirectPlan plan = directPlan(p, tables);
@@ -267,21 +291,18 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
       runConvDirectAvx2(plan, t);
     else
       runConvDirectX86_64(plan, t);
+  } else if (onGrid) {
+    path = ConvPath::rows;
+    rows.overwrite = overwrite;
+    if (run >= Isa::avx512)
+      runConvRowsAvx512(rows, t, run >= Isa::avx512bf16);
+    else if (run == Isa::avx2)
+      runConvRowsAvx2(rows, t);
+    else
+      runConvRowsX86_64(rows, t);
   } else {
     path = ConvPath::gemm;
-    GemmTables tables;
-    const ConvGemmPlan plan = gemmPlan(p, tables);
-    GridTables grid;
-    ConvRowsPlan rows;
-    if (rowsPlan(p, plan, run, grid, rows)) {
-      path = ConvPath::rows;
-      if (run >= Isa::avx512)
-        runConvRowsAvx512(rows, t, run >= Isa::avx512bf16);
-      else if (run == Isa::avx2)
-        runConvRowsAvx2(rows, t);
-      else
-        runConvRowsX86_64(rows, t);
-    } else if (run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16) {
+    if (run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16) {
       runConvGemmAmx(plan, t);
       amxCalls.fetch_add(1, std::memory_order_relaxed);
     } else if (run >= Isa::avx512bf16)

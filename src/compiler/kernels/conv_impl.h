@@ -300,11 +300,15 @@ void microRows(int64_t kc, const float* __restrict ap, const float* y, const int
     for (int v = 0; v < NV; ++v) V::store(out + i * NV * V::W + v * V::W, acc[i][v]);
 }
 
-template <class V>
-inline void addRun(float* dst, const float* src, int n) {
+// dst[t] (+)= src[t] for t < n.
+template <class V, bool Add>
+inline void writeRun(float* dst, const float* src, int n) {
   int t = 0;
-  for (; t + V::W <= n; t += V::W) V::store(dst + t, V::add(V::load(dst + t), V::load(src + t)));
-  if (t < n) V::storeN(dst + t, V::add(V::loadN(dst + t, n - t), V::loadN(src + t, n - t)), n - t);
+  for (; t + V::W <= n; t += V::W) V::store(dst + t, Add ? V::add(V::load(dst + t), V::load(src + t)) : V::load(src + t));
+  if (t < n) {
+    const typename V::R v = V::loadN(src + t, n - t);
+    V::storeN(dst + t, Add ? V::add(V::loadN(dst + t, n - t), v) : v, n - t);
+  }
 }
 
 // A tile's B panel of bf16 pairs for convRows: pair q holds y[yK[2q] + j] and y[yK[2q + 1] + j]
@@ -366,7 +370,12 @@ void convRows(const ConvRowsPlan& p, int threads) {
       const int mr = static_cast<int>(g.m - q * MR < MR ? g.m - q * MR : MR);
       for (int i = 0; i < mr; ++i) {
         float* row = c + g.cRow[q * MR + i];
-        for (int r = 0; r < nRuns; ++r) addRun<V>(row + runs[r].at, out + i * NR + runs[r].l0, runs[r].len);
+        for (int r = 0; r < nRuns; ++r) {
+          if (p.overwrite)
+            writeRun<V, false>(row + runs[r].at, out + i * NR + runs[r].l0, runs[r].len);
+          else
+            writeRun<V, true>(row + runs[r].at, out + i * NR + runs[r].l0, runs[r].len);
+        }
       }
     }
   };

@@ -310,7 +310,12 @@ int lowerConvolutionsToKernels(mlir::ModuleOp module, const KernelTarget& target
   for (auto& [op, plan] : convs) {
     mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
                                op.getDpsInitOperand(0)->get()};
-    emitCall(module, op, operands, descriptorOf(plan), "__radix_conv_desc_", declareKernel(module, kConvSymbol, 9), isa, target.threads, index++);
+    std::vector<int64_t> words = descriptorOf(plan);
+    if (mlir::Operation* fill = zeroFillBefore(op)) {
+      words[1] |= kConvOverwrite;
+      fill->erase();
+    }
+    emitCall(module, op, operands, words, "__radix_conv_desc_", declareKernel(module, kConvSymbol, 9), isa, target.threads, index++);
   }
   for (auto& [op, plan] : pools) {
     std::vector<int64_t> words = {kConvDescVersion, static_cast<int64_t>(plan.aType), static_cast<int64_t>(plan.op),

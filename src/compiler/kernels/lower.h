@@ -19,6 +19,13 @@ namespace func {
 class CallOp;
 class FuncOp;
 }
+namespace linalg {
+class GenericOp;
+}
+}
+namespace llvm {
+template <typename T>
+class ArrayRef;
 }
 
 namespace radix::kernels {
@@ -49,6 +56,31 @@ mlir::Value filledValue(mlir::Operation* op);
 /// True for a fill (filledValue) of a whole buffer, on buffers, with a constant whose bits are all
 /// zero. isZeroFill(linalg.generic outs(%buf : memref<4x8xf32>) { yield %cst0 }) -> true
 bool isZeroFill(mlir::Operation* op);
+
+/// The buffer a value views through reshapes (an allocation or an argument).
+/// bufferUnder(memref.expand_shape %buf : memref<32xf32> into memref<4x8xf32>) -> %buf
+mlir::Value bufferUnder(mlir::Value v);
+
+/// A static, row-major memref of `count` elements: two such views of one buffer list its
+/// elements in the same order. contiguousOf(%v : memref<4x8xf32>, 32) -> true
+bool contiguousOf(mlir::Value v, int64_t count);
+
+/// The allocation or argument under a chain of views (reshapes, subviews, casts).
+/// rootOf(memref.subview %buf[0, 1] [4, 4] [1, 1]) -> %buf
+mlir::Value rootOf(mlir::Value v);
+
+/// Whether moving a call (and the op it replaces) past `op` could change what it reads or
+/// writes: `op` may write a buffer of `read`, or read or write one of `written` (roots). Only
+/// generic ops on buffers and allocations are looked into; anything else might.
+/// mayInterfere(linalg.generic outs(%c), {}, {%c}) -> true
+bool mayInterfere(mlir::Operation* op, llvm::ArrayRef<mlir::Value> read, llvm::ArrayRef<mlir::Value> written);
+
+/// The zero fill of the output of `op` (a linalg.generic on buffers) before it, with only ops
+/// between that leave its buffer alone; else null. A call replacing `op` may then overwrite the
+/// output instead of accumulating, without the fill. The fill may write the output through
+/// another view of its buffer, if both views cover all of it.
+/// zeroFillBefore(conv outs(%c)) after `linalg.generic outs(%c) { yield %zero }` -> that fill
+mlir::Operation* zeroFillBefore(mlir::linalg::GenericOp op);
 
 /// Replaces each zero fill of a whole contiguous buffer (a linalg.generic with no inputs that
 /// yields a constant whose bits are all zero) with a call to radix_kernel_zero (a memset).
