@@ -303,4 +303,39 @@ TEST(FusedRowsSpecial, SoftmaxPrefetchesTheNextRowInItsExpSweep) {
   std::filesystem::remove_all(dir);
 }
 
+/// Softmax's row temporaries (the row's exponentials, its max and sum) cost no malloc, free or
+/// memset call per row: with one thread they are allocated once before the row loop, with two
+/// they are stack allocations of each row.
+TEST(FusedRowsSpecial, SoftmaxRowTemporariesAreNotHeapAllocatedPerRow) {
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const std::string dir = ::testing::TempDir() + "radix_row_temporaries_" + std::to_string(threads);
+    radix::CompileOptions options;
+    options.cache = false;
+    options.dumpDir = dir;
+    options.dumpPasses = true;
+    options.dumpPassRegex = "radix-lower-rows";
+    options.threads = threads;
+    const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+    const int64_t rows = 64, cols = 1024;
+    std::vector<float> v(rows * cols);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 31) * 0.5f - 7.f;
+    const Tensor x = Tensor::fromValues(cpu, Shape({rows, cols}, DType::f32), v);
+    const std::vector<float> y = radix::compile(cpu, [](const Tensor& t) { return t.softmax(1); }, x)(x).toVector<float>();
+    const std::string text = radix::iotest::passDump(dir, "radix-lower-rows", "math.exp");
+    const size_t loop = text.find(threads == 1 ? "scf.for" : "scf.parallel");
+    ASSERT_NE(loop, std::string::npos) << text;
+    EXPECT_EQ(text.find("memref.alloc(", loop), std::string::npos) << "a heap allocation in the row loop:\n" << text;
+    EXPECT_EQ(text.find("radix_kernel_zero", loop), std::string::npos) << "a memset call in the row loop:\n" << text;
+    for (int64_t r = 0; r < rows; r += 7) {
+      double m = -1e30, sum = 0;
+      for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(v[r * cols + c]));
+      for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(v[r * cols + c]) - m);
+      for (int64_t c = 0; c < cols; c += 13)
+        EXPECT_NEAR(y[r * cols + c], std::exp(double(v[r * cols + c]) - m) / sum, 1e-6) << r << "," << c;
+    }
+    std::filesystem::remove_all(dir);
+  }
+}
+
 }  // namespace

@@ -616,6 +616,36 @@ void lowerMapsForThreads(mlir::IRRewriter& rewriter, mlir::func::FuncOp fn) {
   }
 }
 
+// A row loop's temporaries (softmax's exponentials of a row) without a malloc and a free per
+// row: static allocations of the body freed in it move before the loop when its rows run in
+// order, and become allocas when they run in parallel (convert-scf-to-openmp scopes each
+// iteration's stack).
+void hoistRowTemporaries(mlir::IRRewriter& rewriter, mlir::scf::ForallOp loop, bool parallel) {
+  constexpr int64_t kRowStackBytes = 64 * 1024;
+  mlir::Block& body = *loop.getBody();
+  std::vector<std::pair<mlir::memref::AllocOp, mlir::memref::DeallocOp>> temporaries;
+  for (mlir::memref::AllocOp alloc : body.getOps<mlir::memref::AllocOp>()) {
+    const mlir::MemRefType type = alloc.getType();
+    if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat() ||
+        (parallel && type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8) > kRowStackBytes))
+      continue;
+    mlir::memref::DeallocOp dealloc;
+    for (mlir::Operation* user : alloc->getUsers())
+      if (auto d = mlir::dyn_cast<mlir::memref::DeallocOp>(user); d && d->getBlock() == &body) dealloc = d;
+    if (dealloc) temporaries.emplace_back(alloc, dealloc);
+  }
+  for (auto [alloc, dealloc] : temporaries) {
+    if (parallel) {
+      rewriter.setInsertionPoint(alloc);
+      rewriter.replaceOpWithNewOp<mlir::memref::AllocaOp>(alloc, alloc.getType(), alloc.getAlignmentAttr());
+      rewriter.eraseOp(dealloc);
+    } else {
+      alloc->moveBefore(loop);
+      dealloc->moveAfter(loop);
+    }
+  }
+}
+
 struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir::func::FuncOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerRowsPass)
   LowerRowsPass() = default;
@@ -662,6 +692,7 @@ struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir
     std::vector<mlir::scf::ForallOp> loops;
     fn.walk([&](mlir::scf::ForallOp loop) { loops.push_back(loop); });
     for (mlir::scf::ForallOp loop : loops) {
+      hoistRowTemporaries(rewriter, loop, parallel);
       // The body runs serially within one row tile.
       std::vector<mlir::linalg::LinalgOp> inner;
       loop.walk([&](mlir::linalg::LinalgOp op) { inner.push_back(op); });

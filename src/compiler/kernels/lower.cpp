@@ -365,6 +365,9 @@ int lowerZeroFillsToMemset(mlir::ModuleOp module, int threads) {
     auto type = mlir::dyn_cast<mlir::MemRefType>(op.getDpsInitOperand(0)->get().getType());
     if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() || type.getNumElements() == 0) return;
     if (!type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() % 8 != 0) return;
+    // A row loop's own temporaries (a softmax row's sum) stay stores: a call per row would also
+    // keep LLVM from holding them in registers.
+    if (op->getParentOfType<mlir::scf::ForallOp>()) return;
     fills.push_back(op);
   });
   if (fills.empty()) return 0;
