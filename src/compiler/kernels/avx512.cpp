@@ -110,38 +110,31 @@ struct CfgBf16 {
 
 // GEMV rows of bf16 W against bf16 x with vdpbf16ps: 32 pairs of products per instruction, no
 // widening (the f32 path widens each W element and multiplies-adds 16 at a time: 29 against
-// 38 GB/s for f32 W on Zen 5, 1 thread). x is zero-padded to a multiple of 32.
+// 38 GB/s for f32 W on Zen 5, 1 thread). x is zero-padded to a multiple of 32. One row at a
+// time, as gemvRows: W is then one stream.
 struct Bf16Rows {
   static constexpr bool kHas = true;
-  template <int R>
-  static void block(const uint16_t* w, int64_t ldw, int64_t K, const uint16_t* x, float* y, int64_t sy) {
-    __m512 acc[R][2];
-    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const int64_t ahead = R * ldw;  // the next block of rows, as gemvRowsBlock fetches it
+  static void row(const uint16_t* w, int64_t ldw, int64_t K, const uint16_t* x, float* y) {
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     int64_t k = 0;
     for (; k + 64 <= K; k += 64) {
       const __m512bh x0 = (__m512bh)_mm512_loadu_si512(x + k), x1 = (__m512bh)_mm512_loadu_si512(x + k + 32);
-      for (int r = 0; r < R; ++r) {
-        const uint16_t* row = w + r * ldw + k;
-        __builtin_prefetch(row + ahead);
-        __builtin_prefetch(row + ahead + 32);
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], (__m512bh)_mm512_loadu_si512(row), x0);
-        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], (__m512bh)_mm512_loadu_si512(row + 32), x1);
-      }
+      const uint16_t* at = w + k;
+      __builtin_prefetch(at + ldw);  // the next row, as gemvRow fetches it
+      __builtin_prefetch(at + ldw + 32);
+      acc[0] = _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512(at), x0);
+      acc[1] = _mm512_dpbf16_ps(acc[1], (__m512bh)_mm512_loadu_si512(at + 32), x1);
     }
     for (; k < K; k += 32) {
       const __mmask32 m = K - k >= 32 ? ~0u : (1u << (K - k)) - 1;
       const __m512bh x0 = (__m512bh)_mm512_loadu_si512(x + k);
-      for (int r = 0; r < R; ++r)
-        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], (__m512bh)_mm512_maskz_loadu_epi16(m, w + r * ldw + k), x0);
+      acc[0] = _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_maskz_loadu_epi16(m, w + k), x0);
     }
-    for (int r = 0; r < R; ++r) y[r * sy] += _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+    *y += _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
   }
   static void rows(const void* w, int64_t ldw, int64_t r0, int64_t r1, int64_t K, const uint16_t* x, float* y, int64_t sy) {
     const uint16_t* base = static_cast<const uint16_t*>(w);
-    int64_t r = r0;
-    for (; r + 8 <= r1; r += 8) block<8>(base + r * ldw, ldw, K, x, y + r * sy, sy);
-    for (; r < r1; ++r) block<1>(base + r * ldw, ldw, K, x, y + r * sy, sy);
+    for (int64_t r = r0; r < r1; ++r) row(base + r * ldw, ldw, K, x, y + r * sy);
   }
 };
 
