@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "compiler/kernels/conv.h"
 #include "compiler/kernels/kernels.h"
+#include "io_testing.h"
 
 namespace {
 
@@ -467,6 +469,40 @@ TEST(ConvKernels, BadDescriptorIsIgnored) {
   const int64_t badOp[] = {kernels::kConvDescVersion, 0, 7, 0, 0};
   radix_kernel_pool(0, 0, reinterpret_cast<int64_t>(&c), 0, reinterpret_cast<int64_t>(badOp), 1, 0);
   EXPECT_EQ(c, 7);
+}
+
+// Two padded convolutions of one shape, each reading an elementwise result: the producers write
+// into their zero frames' interiors, and the frames keep a fill each (CSE merged them into one,
+// which bufferization then copied whole for the first): no memref.copy is left; the numbers agree
+// with the generic lowering.
+TEST(ConvKernels, PaddedInputsAreWrittenIntoTheirFrames) {
+  const std::string dir = ::testing::TempDir() + "radix_conv_frames";
+  radix::CompileOptions options;
+  options.cache = false;
+  options.dumpDir = dir;
+  options.dumpPasses = true;
+  options.dumpPassRegex = "convert-bufferization-to-memref";
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  Tensor x = randomTensor(cpu, {2, 6, 9, 11}, DType::f32, 1);
+  Tensor w1 = randomTensor(cpu, {6, 6, 3, 3}, DType::f32, 2), w2 = randomTensor(cpu, {6, 6, 3, 3}, DType::f32, 3);
+  Tensor::ConvOptions o;
+  o.padding = {{1, 1}, {1, 1}};
+  auto fn = [o](Tensor a, Tensor k1, Tensor k2) { return a.relu().conv2d(k1, o).relu().conv2d(k2, o); };
+  const std::vector<double> got = radix::compile(cpu, fn, x, w1, w2)(x, w1, w2).toVector<double>();
+  const std::string text = radix::iotest::passDump(dir, "convert-bufferization-to-memref", "func.func");
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.find("memref.copy"), std::string::npos) << text;
+  std::vector<double> want;
+  {
+    ConvKernelsOff off;
+    radix::CompileOptions plain;
+    plain.cache = false;
+    const radix::Platform ref = radix::Platform::cpu().withOptions(plain);
+    want = radix::compile(ref, fn, x, w1, w2)(x, w1, w2).toVector<double>();
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -177,16 +177,20 @@ bool fusedAttentionOn() {
 
 bool profileOn(const CompileOptions& options) { return options.profile ? *options.profile : profileEnvOn(); }
 
-/// CSE gives contractions of one shape a single zero-filled init; each writes it in place, so
-/// bufferization copies the zeros for every one of them. Each gets a fill of its own instead
-/// (through the reshapes between, if any).
-void unshareContractionInits(mlir::ModuleOp module) {
-  std::vector<mlir::linalg::GenericOp> contractions;
-  module.walk([&](mlir::linalg::GenericOp op) {
-    if (op.getNumReductionLoops() > 0 && op.getNumDpsInits() == 1) contractions.push_back(op);
+/// CSE gives contractions of one shape a single zero-filled init, and convolutions' zero frames
+/// (ops/conv.cpp) of one shape a single fill; each writes it in place (the contraction, or the
+/// insert of the input into its frame), so bufferization copies the fill for every one of them.
+/// Each gets a fill of its own instead (through the reshapes between, if any).
+void unshareFilledDestinations(mlir::ModuleOp module) {
+  std::vector<mlir::OpOperand*> destinations;
+  module.walk([&](mlir::Operation* op) {
+    auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+    if (generic && generic.getNumReductionLoops() > 0 && generic.getNumDpsInits() == 1)
+      destinations.push_back(generic.getDpsInitOperand(0));
+    if (auto insert = mlir::dyn_cast<mlir::tensor::InsertSliceOp>(op)) destinations.push_back(&insert.getDestMutable());
   });
-  for (mlir::linalg::GenericOp op : contractions) {
-    mlir::OpOperand* init = op.getDpsInitOperand(0);
+  for (mlir::OpOperand* init : destinations) {
+    mlir::Operation* op = init->getOwner();
     std::vector<mlir::Operation*> chain;  // from the init back to the fill
     bool shared = false;
     for (mlir::Value v = init->get(); mlir::Operation* def = v.getDefiningOp(); v = def->getOperand(0)) {
@@ -702,7 +706,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     if (!options.extraPasses.empty()) runPipeline(options.extraPasses, "extraPasses");
     runPipeline(cuda ? kCudaFusePipeline : kFusePipeline, "fusion");
     dropFusionBarriers(lowered->getOperation());
-    unshareContractionInits(*lowered);
+    unshareFilledDestinations(*lowered);
     writeLoopStateInPlace(*lowered);
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
