@@ -116,12 +116,13 @@ struct Bf16Rows {
   static constexpr bool kHas = true;
   static void row(const uint16_t* w, int64_t ldw, int64_t K, const uint16_t* x, float* y) {
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    const int64_t ahead = gemvRowsAhead(ldw, 2) * ldw;  // as gemvRow fetches
     int64_t k = 0;
     for (; k + 64 <= K; k += 64) {
       const __m512bh x0 = (__m512bh)_mm512_loadu_si512(x + k), x1 = (__m512bh)_mm512_loadu_si512(x + k + 32);
       const uint16_t* at = w + k;
-      __builtin_prefetch(at + ldw);  // the next row, as gemvRow fetches it
-      __builtin_prefetch(at + ldw + 32);
+      __builtin_prefetch(at + ahead);
+      __builtin_prefetch(at + ahead + 32);
       acc[0] = _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512(at), x0);
       acc[1] = _mm512_dpbf16_ps(acc[1], (__m512bh)_mm512_loadu_si512(at + 32), x1);
     }
