@@ -20,6 +20,7 @@
 #include "compiler/kernels/kernels.h"
 #include "compiler/kernels/lower.h"
 #include "compiler/kernels/packed.h"
+#include "io_testing.h"
 
 namespace {
 
@@ -209,13 +210,9 @@ TEST(AmxDispatch, TargetFeaturesChooseTheIsa) {
 int64_t loweredIsa(const std::string& cpu, const std::string& features) {
   const std::string dir = ::testing::TempDir() + "radix_amx_dispatch_dump";
   std::filesystem::remove_all(dir);
-  radix::CompileOptions options;
-  options.cache = false;
+  radix::CompileOptions options = radix::iotest::passDumpOptions(dir, "convert-func-to-llvm");
   options.targetCpu = cpu;
   options.targetFeatures = features;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "convert-func-to-llvm";
   const radix::Platform cpuPlatform = radix::Platform::cpu().withOptions(options);
   Tensor a = Tensor::fromValues(cpuPlatform, Shape({64, 96}, DType::bf16), std::vector<float>(64 * 96, 1.0f));
   Tensor b = Tensor::fromValues(cpuPlatform, Shape({96, 80}, DType::bf16), std::vector<float>(96 * 80, 1.0f));

@@ -477,12 +477,8 @@ TEST(ConvKernels, BadDescriptorIsIgnored) {
 // with the generic lowering.
 TEST(ConvKernels, PaddedInputsAreWrittenIntoTheirFrames) {
   const std::string dir = ::testing::TempDir() + "radix_conv_frames";
-  radix::CompileOptions options;
-  options.cache = false;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "convert-bufferization-to-memref";
-  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  const radix::Platform cpu =
+      radix::Platform::cpu().withOptions(radix::iotest::passDumpOptions(dir, "convert-bufferization-to-memref"));
   Tensor x = randomTensor(cpu, {2, 6, 9, 11}, DType::f32, 1);
   Tensor w1 = randomTensor(cpu, {6, 6, 3, 3}, DType::f32, 2), w2 = randomTensor(cpu, {6, 6, 3, 3}, DType::f32, 3);
   Tensor::ConvOptions o;

@@ -238,12 +238,8 @@ namespace {
 /// bufferization writes a {64} buffer, and the numbers are right.
 TEST(FusedRowsSpecial, TranscendentalIsNotRecomputedPerBroadcastCopy) {
   const std::string dir = ::testing::TempDir() + "radix_fusion_broadcast";
-  radix::CompileOptions options;
-  options.cache = false;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "convert-bufferization-to-memref";
-  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  const radix::Platform cpu =
+      radix::Platform::cpu().withOptions(radix::iotest::passDumpOptions(dir, "convert-bufferization-to-memref"));
   std::vector<float> v(64 * 12 * 32);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 13) - 6.f;
   const Tensor x = Tensor::fromValues(cpu, Shape({64, 12, 32}, DType::f32).withTags({"s", "h", "d"}), v);
@@ -268,18 +264,24 @@ TEST(FusedRowsSpecial, TranscendentalIsNotRecomputedPerBroadcastCopy) {
 
 namespace {
 
+/// y against a naive softmax of v's rows ({rows, cols}), every rowStep-th row and colStep-th column.
+void expectNaiveSoftmax(const std::vector<float>& v, const std::vector<float>& y, int64_t rows, int64_t cols,
+                        int64_t rowStep, int64_t colStep) {
+  for (int64_t r = 0; r < rows; r += rowStep) {
+    double m = -1e30, sum = 0;
+    for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(v[r * cols + c]));
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(v[r * cols + c]) - m);
+    for (int64_t c = 0; c < cols; c += colStep)
+      EXPECT_NEAR(y[r * cols + c], std::exp(double(v[r * cols + c]) - m) / sum, 1e-6) << r << "," << c;
+  }
+}
+
 /// Softmax's row loop prefetches the next row in its exp sweep (radix-lower-rows): one
 /// memref.prefetch per vector load of x, at the next row, and none in the max sweep; the
 /// numbers are those of a naive softmax.
 TEST(FusedRowsSpecial, SoftmaxPrefetchesTheNextRowInItsExpSweep) {
   const std::string dir = ::testing::TempDir() + "radix_fusion_prefetch";
-  radix::CompileOptions options;
-  options.cache = false;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "radix-lower-rows";
-  options.threads = 1;
-  const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+  const radix::Platform cpu = radix::Platform::cpu().withOptions(radix::iotest::passDumpOptions(dir, "radix-lower-rows", 1));
   const int64_t rows = 6, cols = 2048;  // one row per tile (about 2048 elements)
   std::vector<float> v(rows * cols);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 29) * 0.25f - 3.f;
@@ -293,13 +295,7 @@ TEST(FusedRowsSpecial, SoftmaxPrefetchesTheNextRowInItsExpSweep) {
   EXPECT_GT(prefetch, text.find("arith.maximumf")) << "the prefetch belongs to the exp sweep, after the max";
   EXPECT_LT(prefetch, exp) << "before the exp sweep's loads are used";
   EXPECT_NE(text.find("arith.minsi"), std::string::npos) << "the next row, clamped to the last";
-  for (int64_t r = 0; r < rows; ++r) {
-    double m = -1e30, sum = 0;
-    for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(v[r * cols + c]));
-    for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(v[r * cols + c]) - m);
-    for (int64_t c = 0; c < cols; c += 17)
-      EXPECT_NEAR(y[r * cols + c], std::exp(double(v[r * cols + c]) - m) / sum, 1e-6) << r << "," << c;
-  }
+  expectNaiveSoftmax(v, y, rows, cols, 1, 17);
   std::filesystem::remove_all(dir);
 }
 
@@ -310,13 +306,8 @@ TEST(FusedRowsSpecial, SoftmaxRowTemporariesAreNotHeapAllocatedPerRow) {
   for (const int threads : {1, 2}) {
     SCOPED_TRACE("threads " + std::to_string(threads));
     const std::string dir = ::testing::TempDir() + "radix_row_temporaries_" + std::to_string(threads);
-    radix::CompileOptions options;
-    options.cache = false;
-    options.dumpDir = dir;
-    options.dumpPasses = true;
-    options.dumpPassRegex = "radix-lower-rows";
-    options.threads = threads;
-    const radix::Platform cpu = radix::Platform::cpu().withOptions(options);
+    const radix::Platform cpu =
+        radix::Platform::cpu().withOptions(radix::iotest::passDumpOptions(dir, "radix-lower-rows", threads));
     const int64_t rows = 64, cols = 1024;
     std::vector<float> v(rows * cols);
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 31) * 0.5f - 7.f;
@@ -327,13 +318,7 @@ TEST(FusedRowsSpecial, SoftmaxRowTemporariesAreNotHeapAllocatedPerRow) {
     ASSERT_NE(loop, std::string::npos) << text;
     EXPECT_EQ(text.find("memref.alloc(", loop), std::string::npos) << "a heap allocation in the row loop:\n" << text;
     EXPECT_EQ(text.find("radix_kernel_zero", loop), std::string::npos) << "a memset call in the row loop:\n" << text;
-    for (int64_t r = 0; r < rows; r += 7) {
-      double m = -1e30, sum = 0;
-      for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(v[r * cols + c]));
-      for (int64_t c = 0; c < cols; ++c) sum += std::exp(double(v[r * cols + c]) - m);
-      for (int64_t c = 0; c < cols; c += 13)
-        EXPECT_NEAR(y[r * cols + c], std::exp(double(v[r * cols + c]) - m) / sum, 1e-6) << r << "," << c;
-    }
+    expectNaiveSoftmax(v, y, rows, cols, 7, 13);
     std::filesystem::remove_all(dir);
   }
 }

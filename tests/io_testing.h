@@ -80,6 +80,18 @@ inline std::vector<float> iotaFloats(size_t n, float scale = 0.5f) {
   return v;
 }
 
+/// Options that dump the IR after the passes matching `passRegex` under `dir` (read it back with
+/// passDump), without the executable cache. passDumpOptions(dir, "radix-lower-rows", 2).threads -> 2
+inline radix::CompileOptions passDumpOptions(const std::string& dir, const std::string& passRegex, int threads = 0) {
+  radix::CompileOptions options;
+  options.cache = false;
+  options.dumpDir = dir;
+  options.dumpPasses = true;
+  options.dumpPassRegex = passRegex;
+  options.threads = threads;
+  return options;
+}
+
 /// The text of a pass's dump under `dir` (CompileOptions::dumpDir with dumpPasses): the last file
 /// whose path names `pass` and whose text holds `marker` (the entry's dump, not a helper's); ""
 /// when none. passDump(dir, "radix-lower-rows", "math.exp")

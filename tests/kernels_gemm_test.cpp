@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "compiler/kernels/kernels.h"
+#include "io_testing.h"
 
 namespace {
 
@@ -233,12 +234,7 @@ TEST(KernelsGemm, IntegersKeepTheGenericPath) {
 
 // A platform that dumps the IR after convert-func-to-llvm into `dir`, and that IR.
 radix::Platform dumpingToLlvm(const std::string& dir) {
-  radix::CompileOptions options;
-  options.cache = false;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "convert-func-to-llvm";
-  return radix::Platform::cpu().withOptions(options);
+  return radix::Platform::cpu().withOptions(radix::iotest::passDumpOptions(dir, "convert-func-to-llvm"));
 }
 std::string llvmDialectText(const std::string& dir) {
   std::string text;

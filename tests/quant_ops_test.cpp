@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "compiler/kernels/quant/qkernels.h"
+#include "io_testing.h"
 
 namespace {
 
@@ -358,11 +359,8 @@ std::string loweredText(const std::string& dir) {
 
 radix::Platform dumping(const std::string& dir, const std::string& targetCpu = "") {
   std::filesystem::remove_all(dir);
-  radix::CompileOptions options;
-  options.cache = false;
-  options.dumpDir = dir;
-  options.dumpPasses = true;
-  options.dumpPassRegex = "radix-lower-rows";  // the first pass after the kernel rewrites
+  // radix-lower-rows: the first pass after the kernel rewrites.
+  radix::CompileOptions options = radix::iotest::passDumpOptions(dir, "radix-lower-rows");
   options.targetCpu = targetCpu;
   return radix::Platform::cpu().withOptions(options);
 }
