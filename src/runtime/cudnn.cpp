@@ -80,6 +80,10 @@ void DnnGraph::set(void* d, int attribute, int type, int64_t count, const void* 
     fail("cudnnBackendSetAttribute(" + std::to_string(attribute) + "): status " + std::to_string(s));
 }
 
+void DnnGraph::setTensor(void* d, int attribute, int64_t uid) {
+  set(d, attribute, kTypeBackendDescriptor, 1, &tensors_.at(size_t(uid - 1)));
+}
+
 void DnnGraph::finalize(void* d, const char* what) {
   if (!ok()) return;
   if (const int s = dnn_.finalize(d); s != kSuccess) fail(std::string("finalizing ") + what + ": status " + std::to_string(s));
@@ -115,10 +119,10 @@ void DnnGraph::pointwise(int mode, int precision, int64_t x, int64_t b, int64_t 
   void* op = create(kOperationPointwise);
   const float one = 1;
   set(op, kOpPointwiseDescriptor, kTypeBackendDescriptor, 1, &pw);
-  set(op, kOpPointwiseX, kTypeBackendDescriptor, 1, &tensors_.at(size_t(x - 1)));
-  if (b) set(op, kOpPointwiseB, kTypeBackendDescriptor, 1, &tensors_.at(size_t(b - 1)));
-  if (t) set(op, kOpPointwiseT, kTypeBackendDescriptor, 1, &tensors_.at(size_t(t - 1)));
-  set(op, kOpPointwiseY, kTypeBackendDescriptor, 1, &tensors_.at(size_t(y - 1)));
+  setTensor(op, kOpPointwiseX, x);
+  if (b) setTensor(op, kOpPointwiseB, b);
+  if (t) setTensor(op, kOpPointwiseT, t);
+  setTensor(op, kOpPointwiseY, y);
   set(op, kOpPointwiseAlpha1, kTypeFloat, 1, &one);
   set(op, kOpPointwiseAlpha2, kTypeFloat, 1, &one);
   finalize(op, "a pointwise operation");
@@ -131,9 +135,9 @@ void DnnGraph::matmul(int64_t a, int64_t b, int64_t c) {
   set(mm, kMatmulCompType, kTypeDataType, 1, &f32);
   finalize(mm, "a matmul descriptor");
   void* op = create(kOperationMatmul);
-  set(op, kOpMatmulA, kTypeBackendDescriptor, 1, &tensors_.at(size_t(a - 1)));
-  set(op, kOpMatmulB, kTypeBackendDescriptor, 1, &tensors_.at(size_t(b - 1)));
-  set(op, kOpMatmulC, kTypeBackendDescriptor, 1, &tensors_.at(size_t(c - 1)));
+  setTensor(op, kOpMatmulA, a);
+  setTensor(op, kOpMatmulB, b);
+  setTensor(op, kOpMatmulC, c);
   set(op, kOpMatmulDesc, kTypeBackendDescriptor, 1, &mm);
   finalize(op, "a matmul operation");
   ops_.push_back(op);
@@ -147,8 +151,8 @@ void DnnGraph::reduction(int reduceOp, int64_t x, int64_t y) {
   finalize(r, "a reduction descriptor");
   void* op = create(kOperationReduction);
   set(op, kOpReductionDesc, kTypeBackendDescriptor, 1, &r);
-  set(op, kOpReductionX, kTypeBackendDescriptor, 1, &tensors_.at(size_t(x - 1)));
-  set(op, kOpReductionY, kTypeBackendDescriptor, 1, &tensors_.at(size_t(y - 1)));
+  setTensor(op, kOpReductionX, x);
+  setTensor(op, kOpReductionY, y);
   finalize(op, "a reduction operation");
   ops_.push_back(op);
 }
@@ -167,9 +171,9 @@ void DnnGraph::convolution(int64_t x, int64_t w, int64_t y, const ConvWindow& wi
   finalize(conv, "a convolution descriptor");
   void* op = create(kOperationConvForward);
   const float alpha = 1;
-  set(op, kOpConvX, kTypeBackendDescriptor, 1, &tensors_.at(size_t(x - 1)));
-  set(op, kOpConvW, kTypeBackendDescriptor, 1, &tensors_.at(size_t(w - 1)));
-  set(op, kOpConvY, kTypeBackendDescriptor, 1, &tensors_.at(size_t(y - 1)));
+  setTensor(op, kOpConvX, x);
+  setTensor(op, kOpConvW, w);
+  setTensor(op, kOpConvY, y);
   set(op, kOpConvDesc, kTypeBackendDescriptor, 1, &conv);
   set(op, kOpConvAlpha, kTypeFloat, 1, &alpha);
   set(op, kOpConvBeta, kTypeFloat, 1, &beta);

@@ -105,6 +105,8 @@ class DnnGraph {
  private:
   void* create(int type);
   void set(void* d, int attribute, int type, int64_t count, const void* values);
+  // `attribute` of d: the tensor descriptor of unique id uid (tensor()'s result).
+  void setTensor(void* d, int attribute, int64_t uid);
   void finalize(void* d, const char* what);
   void fail(const std::string& what);
 
