@@ -408,7 +408,7 @@ std::optional<Padding> paddingOf(mlir::linalg::GenericOp conv, mlir::Value x) {
 struct CudnnConv {
   std::vector<int64_t> words;
   mlir::Value x;
-  std::vector<mlir::Operation*> padding;  // moves to the fallback
+  std::vector<mlir::Operation*> padding = {};  // moves to the fallback
 };
 
 std::optional<CudnnConv> cudnnConvolution(mlir::linalg::GenericOp op) {
