@@ -179,6 +179,9 @@ const std::vector<Spec>& specs() {
       {"f16kv_q1_gqa4_decode", 2, 8, 2, 1, 129, 64, true, 100, 0, {}, 0, DType::f32, 1, DType::f16},
       {"f16kv_q33_gqa2_causal_hd24", 2, 4, 2, 33, 65, 24, true, std::nullopt, 0, {}, 0, DType::f32, 2, DType::f16},
       {"bf16kv_q1_decode", 1, 4, 4, 1, 300, 64, true, 255, 0, {}, 0, DType::f32, 1, DType::bf16},
+      // Decode splits the key heads among threads: [0, 2) and [2, 5) here.
+      {"f16kv_q1_decode_two_threads_hd72", 1, 5, 5, 1, 150, 72, true, 140, 0, {}, 0, DType::f32, 2, DType::f16},
+      {"q3_gqa1_decode_two_threads_batch3", 3, 3, 3, 3, 90, 32, true, 80, 0, {}, 0, DType::f32, 2},
       {"bf16kv_q70_offset_window_hd32", 1, 2, 2, 70, 200, 32, true, 100, 50, {}, 0, DType::f32, 1, DType::bf16},
   };
   return all;

@@ -122,9 +122,197 @@ struct Attention {
   }
 
   struct Scratch {
-    std::vector<float> q, qt, o, ot, s, kr, v, m, l, corr;
+    std::vector<float> q, qt, ot, s, kr, v, m, l, corr;
     std::vector<int32_t> lo, hi;
   };
+
+  // W lanes of a key or value row at element `at`, widened to f32.
+  template <radix::kernels::Elem E>
+  static F loadKv(const void* base, int64_t at) {
+    using radix::kernels::Elem;
+    if constexpr (E == Elem::f32) {
+      return load(static_cast<const float*>(base) + at);
+    } else if constexpr (E == Elem::bf16) {
+      H h;
+      std::memcpy(&h, static_cast<const uint16_t*>(base) + at, sizeof h);
+      return __builtin_bit_cast(F, __builtin_convertvector(h, I) << 16);
+    } else {
+#ifdef RADIX_ATTENTION_F16C
+      typedef _Float16 Hf __attribute__((vector_size(W * 2), aligned(2)));
+      Hf h;
+      std::memcpy(&h, static_cast<const uint16_t*>(base) + at, sizeof h);
+      return __builtin_convertvector(h, F);
+#else
+      F v;
+      for (int i = 0; i < W; ++i) v[i] = f16ToF32(static_cast<const uint16_t*>(base)[at + i]);
+      return v;
+#endif
+    }
+  }
+  template <radix::kernels::Elem E>
+  static float loadKvOne(const void* base, int64_t at) {
+    using radix::kernels::Elem;
+    if constexpr (E == Elem::f32) return static_cast<const float*>(base)[at];
+    if constexpr (E == Elem::bf16) return bf16ToF32(static_cast<const uint16_t*>(base)[at]);
+    return f16ToF32(static_cast<const uint16_t*>(base)[at]);
+  }
+
+  // The transposing sum: merging adjacent vectors level by level, lane j of a[0] ends up holding
+  // the sum of a[j]'s lanes (W dot products without W horizontal sums). At `Level`, each vector
+  // holds 2^Level keys of W >> Level partial sums; lane i of the merged vector takes the first (or
+  // second) half of its key's partials.
+  template <int Level>
+  static constexpr int mergeLane(int i, bool second) {
+    const int s = W >> Level, half = s / 2, keys = 1 << Level, key = i / half, within = i % half + (second ? half : 0);
+    return key < keys ? key * s + within : W + (key - keys) * s + within;
+  }
+  template <int Level, int... L>
+  static F mergePair(F u, F v, std::integer_sequence<int, L...>) {
+    return __builtin_shufflevector(u, v, mergeLane<Level>(L, false)...) + __builtin_shufflevector(u, v, mergeLane<Level>(L, true)...);
+  }
+  template <int Level = 0>
+  static void sumEach(F* a) {
+    if constexpr ((1 << Level) < W) {
+      for (int i = 0; i < (W >> Level) / 2; ++i) a[i] = mergePair<Level>(a[2 * i], a[2 * i + 1], std::make_integer_sequence<int, W>{});
+      sumEach<Level + 1>(a);
+    }
+  }
+
+  // Decode: the R <= 4 rows (one query of each head of a group) of the key heads [kh0, kh1)
+  // against the keys they see, hd <= kNarrowHd. Keys go in blocks, and within a block W at a time
+  // across every head of the range: the cache is {key, head, hd}, so this reads it in order. Keys
+  // and values are widened in registers, and the scores of W keys come from one transposing sum.
+  static constexpr int64_t kNarrowHd = 512;
+  template <int R, radix::kernels::Elem E>
+  static uint64_t narrowTask(const radix::kernels::AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh0,
+                             int64_t kh1, Scratch& w) {
+    const int64_t group = p.hq / p.hk, hd = p.hd, vec = hd / W * W, heads = kh1 - kh0, nq = p.nq;
+    // Per head of the range: q and o {R, hd}, S {R, kKeys}, m, l, corr {R}.
+    w.q.resize(heads * R * hd);
+    w.ot.assign(heads * R * hd, 0.0f);
+    w.s.resize(heads * R * kKeys);
+    w.m.assign(heads * R, kMinusInf);
+    w.l.assign(heads * R, 0.0f);
+    w.corr.resize(heads * R);
+    int32_t lo[R], hi[R];
+    const int64_t offset = p.offset ? *p.offset : p.nk - p.nq;
+    int64_t keyEnd = p.nk;
+    if (p.lengths)
+      keyEnd = std::min<int64_t>(keyEnd, std::max<int64_t>(0, p.lengths[b0 * p.lengthStride[0] + b1 * p.lengthStride[1]]));
+    int64_t first = std::numeric_limits<int64_t>::max(), last = 0;
+    for (int r = 0; r < R; ++r) {
+      keyRange(p, r % nq, offset, keyEnd, lo[r], hi[r]);
+      if (lo[r] < hi[r]) first = std::min<int64_t>(first, lo[r]), last = std::max<int64_t>(last, hi[r]);
+      for (int64_t kh = kh0; kh < kh1; ++kh) {
+        const int64_t h = kh * group + r / nq, i = r % nq;
+        loadRow(p.q, p.bf16 ? radix::kernels::Elem::bf16 : radix::kernels::Elem::f32,
+                b0 * p.qStride[0] + b1 * p.qStride[1] + h * p.qStride[2] + i * p.qStride[3], &w.q[((kh - kh0) * R + r) * hd],
+                hd, hd, p.softcap > 0 ? 1.0f : p.scale);
+      }
+    }
+    const int64_t kBase = b0 * p.kStride[0] + b1 * p.kStride[1];
+    const int64_t vBase = b0 * p.vStride[0] + b1 * p.vStride[1];
+    const int64_t es = E == radix::kernels::Elem::f32 ? 4 : 2, rowBytes = hd * es;
+    const char* kBytes = static_cast<const char*>(p.k);
+    const char* vBytes = static_cast<const char*>(p.v);
+    uint64_t keysRead = 0;
+    for (int64_t j0 = first; j0 < last; j0 += kKeys) {
+      const int64_t n = std::min(kKeys, last - j0);
+      keysRead += static_cast<uint64_t>(n * heads);
+      for (int64_t jj = 0; jj < n; jj += W) {
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const int64_t hk = kBase + kh * p.kStride[2];
+          // Asked for early: the keys one group of W on, and the values of these keys (the block's
+          // values are read once its scores are done).
+          for (int64_t x = 0; x < W && jj + x < n; ++x) {
+            const int64_t at = j0 + jj + x;
+            if (at + W < last)
+              for (int64_t b = 0; b < rowBytes; b += 64) __builtin_prefetch(kBytes + (hk + (at + W) * p.kStride[3]) * es + b);
+            for (int64_t b = 0; b < rowBytes; b += 64)
+              __builtin_prefetch(vBytes + (vBase + kh * p.vStride[2] + at * p.vStride[3]) * es + b);
+          }
+          for (int r = 0; r < R; ++r) {
+            const float* q = &w.q[((kh - kh0) * R + r) * hd];
+            F acc[W];
+            for (int x = 0; x < W; ++x) {
+              const int64_t at = hk + (j0 + jj + std::min<int64_t>(x, n - 1 - jj)) * p.kStride[3];
+              F a = F{};
+              for (int64_t d = 0; d < vec; d += W) a += load(q + d) * loadKv<E>(p.k, at + d);
+              for (int64_t d = vec; d < hd; ++d) a[0] += q[d] * loadKvOne<E>(p.k, at + d);
+              acc[x] = a;
+            }
+            sumEach(acc);
+            store(&w.s[((kh - kh0) * R + r) * kKeys + jj], acc[0]);
+          }
+        }
+      }
+      for (int64_t kh = kh0; kh < kh1; ++kh) {
+        const int64_t at = (kh - kh0) * R;
+        float* s = &w.s[at * kKeys];
+        if (p.softcap > 0)
+          for (int r = 0; r < R; ++r)
+            for (int64_t j = 0; j < n; ++j) s[r * kKeys + j] = p.softcap * std::tanh(s[r * kKeys + j] * p.scale / p.softcap);
+        softmaxRows(s, lo, hi, &w.m[at], &w.l[at], &w.corr[at], j0, n, R);
+        for (int r = 0; r < R; ++r)
+          if (const float c = w.corr[at + r]; c != 1.0f)
+            for (int64_t d = 0; d < hd; ++d) w.ot[(at + r) * hd + d] *= c;
+      }
+      for (int64_t jj = 0; jj < n; jj += W) {
+        const int64_t nj = std::min<int64_t>(W, n - jj);
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const int64_t at = (kh - kh0) * R, hv = vBase + kh * p.vStride[2] + (j0 + jj) * p.vStride[3];
+          float* o = &w.ot[at * hd];
+          const float* s = &w.s[at * kKeys + jj];
+          int64_t d = 0;
+          for (; d + 4 * W <= vec; d += 4 * W) accumulate<R, 4, E>(o + d, s, hd, p, hv + d, nj);
+          for (; d < vec; d += W) accumulate<R, 1, E>(o + d, s, hd, p, hv + d, nj);
+          for (; d < hd; ++d)
+            for (int64_t j = 0; j < nj; ++j) {
+              const float x = loadKvOne<E>(p.v, hv + j * p.vStride[3] + d);
+              for (int r = 0; r < R; ++r) o[r * hd + d] += s[r * kKeys + j] * x;
+            }
+        }
+      }
+    }
+    for (int64_t kh = kh0; kh < kh1; ++kh)
+      for (int r = 0; r < R; ++r) {
+        const int64_t h = kh * group + r / nq, i = r % nq, at = (kh - kh0) * R + r;
+        writeRow(p, b0 * p.oStride[0] + b1 * p.oStride[1] + h * p.oStride[2] + i * p.oStride[3], w.l[at], &w.ot[at * hd], 1);
+      }
+    return keysRead;
+  }
+
+  // o[r][d, d + C W) += sum_j S[r][j] * v[j][d, ..) over nj keys: o {R, hd}, S {R, kKeys}, v[j] at
+  // vAt + j * (position stride); the C W columns of the R rows stay in registers.
+  template <int R, int C, radix::kernels::Elem E>
+  static void accumulate(float* o, const float* s, int64_t hd, const radix::kernels::AttentionProblem& p, int64_t vAt,
+                         int64_t nj) {
+    F a[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) a[r][c] = load(o + r * hd + c * W);
+    for (int64_t j = 0; j < nj; ++j) {
+      F x[C];
+      for (int c = 0; c < C; ++c) x[c] = loadKv<E>(p.v, vAt + j * p.vStride[3] + c * W);
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) a[r][c] += s[r * kKeys + j] * x[c];
+    }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) store(o + r * hd + c * W, a[r][c]);
+  }
+
+  // The output row at `at` from its unnormalized sum o (elements `step` apart) and its total l.
+  static void writeRow(const radix::kernels::AttentionProblem& p, int64_t at, float l, const float* o, int64_t step) {
+    // A query that sees no key divides 0 by 0: NaN, as PyTorch gives.
+    const float inv = l > 0 ? 1.0f / l : std::numeric_limits<float>::quiet_NaN();
+    if (p.bf16) {
+      uint16_t* dst = static_cast<uint16_t*>(p.out) + at;
+      for (int64_t d = 0; d < p.hd; ++d) dst[d] = f32ToBf16(o[d * step] * inv);
+    } else {
+      float* dst = static_cast<float*>(p.out) + at;
+      for (int64_t d = 0; d < p.hd; ++d) dst[d] = o[d * step] * inv;
+    }
+  }
+
 
   // One task: the queries [i0, i0 + bq) of every head of key head `kh` in batch (b0, b1): `rows`
   // (query, head) rows, padded to `rp` (a multiple of W) for the layouts that vectorize over rows
@@ -133,13 +321,9 @@ struct Attention {
                        int64_t bq, Scratch& w) {
     const int64_t group = p.hq / p.hk, rows = group * bq, rp = (rows + W - 1) / W * W, hd = p.hd,
                   pad = (hd + W - 1) / W * W;
-    const bool wide = rows > 4;  // else (decode) dot products of each query with the key rows
     w.q.assign(rows * pad, 0.0f);
-    if (wide) w.qt.assign(pad * rp, 0.0f);
-    if (wide)
-      w.ot.assign(pad * rp, 0.0f);
-    else
-      w.o.assign(rows * pad, 0.0f);
+    w.qt.assign(pad * rp, 0.0f);
+    w.ot.assign(pad * rp, 0.0f);
     w.s.assign(kKeys * rp, 0.0f);
     w.m.assign(rp, kMinusInf);
     w.l.assign(rp, 0.0f);
@@ -158,8 +342,7 @@ struct Attention {
       const int64_t g = r / bq, i = i0 + r % bq, h = kh * group + g;
       float* qr = &w.q[r * pad];
       loadRow(p.q, p.bf16 ? radix::kernels::Elem::bf16 : radix::kernels::Elem::f32, b0 * p.qStride[0] + b1 * p.qStride[1] + h * p.qStride[2] + i * p.qStride[3], qr, hd, pad, qMul);
-      if (wide)
-        for (int64_t d = 0; d < hd; ++d) w.qt[d * rp + r] = qr[d];
+      for (int64_t d = 0; d < hd; ++d) w.qt[d * rp + r] = qr[d];
       keyRange(p, i, offset, keyEnd, w.lo[r], w.hi[r]);
       if (w.lo[r] < w.hi[r]) first = std::min<int64_t>(first, w.lo[r]), last = std::max<int64_t>(last, w.hi[r]);
     }
@@ -175,12 +358,8 @@ struct Attention {
       const float* krow[kKeys];
       const float* vrow[kKeys];
       for (int64_t j = 0; j < n; ++j) {
-        // Decode streams the cache from memory (the weights between two layers evict it): the
-        // rows kAhead keys on are asked for early.
-        // Past this head's last key, the next key head's first ones (the next task, in decode).
-        if (const int64_t next = j0 + j + kAhead; next < last || (!wide && kh + 1 < p.hk)) {
-          const int64_t kAt = next < last ? kBase + next * p.kStride[3] : kBase + p.kStride[2] + (next - last) * p.kStride[3];
-          const int64_t vAt = next < last ? vBase + next * p.vStride[3] : vBase + p.vStride[2] + (next - last) * p.vStride[3];
+        if (const int64_t next = j0 + j + kAhead; next < last) {
+          const int64_t kAt = kBase + next * p.kStride[3], vAt = vBase + next * p.vStride[3];
           for (int64_t o = 0; o < rowBytes; o += 64) {
             __builtin_prefetch(static_cast<const char*>(p.k) + kAt * es + o);
             __builtin_prefetch(static_cast<const char*>(p.v) + vAt * es + o);
@@ -199,64 +378,23 @@ struct Attention {
           vrow[j] = &w.v[j * pad];
         }
       }
-      if (wide) {
-        scoresWide(w, krow, n, hd, rp);
-      } else {
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < n; ++j) {
-            F acc = F{};
-            int64_t d = 0;
-            for (; d + W <= hd; d += W) acc += load(&w.q[r * pad + d]) * load(krow[j] + d);
-            float t = sum(acc);
-            for (; d < hd; ++d) t += w.q[r * pad + d] * krow[j][d];
-            w.s[r * kKeys + j] = t;
-          }
-      }
+      scoresWide(w, krow, n, hd, rp);
       if (p.softcap > 0)
         for (int64_t j = 0; j < n; ++j)
           for (int64_t r = 0; r < rows; ++r) {
-            float& x = w.s[wide ? j * rp + r : r * kKeys + j];
+            float& x = w.s[j * rp + r];
             x = p.softcap * std::tanh(x * p.scale / p.softcap);
           }
-      if (wide)
-        softmaxColumns(w, j0, n, rp);
-      else
-        softmaxRows(w, j0, n, rows);
-      if (wide) {
-        for (int64_t r = 0; r < rp; r += W) {
-          const F c = load(&w.corr[r]);
-          for (int64_t d = 0; d < hd; ++d) store(&w.ot[d * rp + r], load(&w.ot[d * rp + r]) * c);
-        }
-        accumulateWide(w, vrow, n, hd, rp);
-      } else {
-        for (int64_t r = 0; r < rows; ++r) {
-          const float c = w.corr[r];
-          if (c == 1.0f) continue;
-          float* o = &w.o[r * pad];
-          for (int64_t d = 0; d < pad; d += W) store(o + d, load(o + d) * c);
-        }
-        switch (rows) {
-          case 1: accumulateRows<1>(w, vrow, n, pad); break;
-          case 2: accumulateRows<2>(w, vrow, n, pad); break;
-          case 3: accumulateRows<3>(w, vrow, n, pad); break;
-          default: accumulateRows<4>(w, vrow, n, pad); break;
-        }
+      softmaxColumns(w, j0, n, rp);
+      for (int64_t r = 0; r < rp; r += W) {
+        const F c = load(&w.corr[r]);
+        for (int64_t d = 0; d < hd; ++d) store(&w.ot[d * rp + r], load(&w.ot[d * rp + r]) * c);
       }
+      accumulateWide(w, vrow, n, hd, rp);
     }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t g = r / bq, i = i0 + r % bq, h = kh * group + g;
-      const int64_t at = b0 * p.oStride[0] + b1 * p.oStride[1] + h * p.oStride[2] + i * p.oStride[3];
-      // A query that sees no key divides 0 by 0: NaN, as PyTorch gives.
-      const float inv = w.l[r] > 0 ? 1.0f / w.l[r] : std::numeric_limits<float>::quiet_NaN();
-      const float* o = wide ? &w.ot[r] : &w.o[r * pad];
-      const int64_t step = wide ? rp : 1;
-      if (p.bf16) {
-        uint16_t* dst = static_cast<uint16_t*>(p.out) + at;
-        for (int64_t d = 0; d < hd; ++d) dst[d] = f32ToBf16(o[d * step] * inv);
-      } else {
-        float* dst = static_cast<float*>(p.out) + at;
-        for (int64_t d = 0; d < hd; ++d) dst[d] = o[d * step] * inv;
-      }
+      writeRow(p, b0 * p.oStride[0] + b1 * p.oStride[1] + h * p.oStride[2] + i * p.oStride[3], w.l[r], &w.ot[r], rp);
     }
     return keysRead;
   }
@@ -363,16 +501,16 @@ struct Attention {
     }
   }
 
-  // Decode (at most 4 rows, S row-major {rows, kKeys}): the online softmax along each row, W keys
-  // at a time over the keys the row sees in this block ([a, b): the mask is a range); the others
-  // get probability 0.
-  static void softmaxRows(Scratch& w, int64_t j0, int64_t n, int64_t rows) {
+  // Decode (S row-major {rows, kKeys}): the online softmax along each row, W keys at a time over
+  // the keys the row sees in this block ([a, b): the mask is a range); the others get probability 0.
+  static void softmaxRows(float* scores, const int32_t* lo, const int32_t* hi, float* ms, float* ls, float* corrs,
+                          int64_t j0, int64_t n, int64_t rows) {
     for (int64_t r = 0; r < rows; ++r) {
-      float* s = &w.s[r * kKeys];
-      const int64_t a = std::clamp<int64_t>(w.lo[r] - j0, 0, n), b = std::clamp<int64_t>(w.hi[r] - j0, 0, n);
+      float* s = scores + r * kKeys;
+      const int64_t a = std::clamp<int64_t>(lo[r] - j0, 0, n), b = std::clamp<int64_t>(hi[r] - j0, 0, n);
       if (a >= b) {
         std::fill(s, s + n, 0.0f);
-        w.corr[r] = 1.0f;
+        corrs[r] = 1.0f;
         continue;
       }
       F vmax = splat(kMinusInf);
@@ -380,7 +518,7 @@ struct Attention {
       for (; j + W <= b; j += W) vmax = __builtin_elementwise_max(vmax, load(s + j));
       float mx = max(vmax);
       for (; j < b; ++j) mx = std::max(mx, s[j]);
-      const float m = w.m[r], mNew = std::max(m, mx);
+      const float m = ms[r], mNew = std::max(m, mx);
       const float corr = m == kMinusInf ? 0.0f : exp(splat(m - mNew))[0];
       F vsum = F{};
       for (j = a; j + W <= b; j += W) {
@@ -392,45 +530,46 @@ struct Attention {
       for (; j < b; ++j) total += (s[j] = exp(splat(s[j] - mNew))[0]);
       std::fill(s, s + a, 0.0f);
       std::fill(s + b, s + n, 0.0f);
-      w.m[r] = mNew;
-      w.l[r] = w.l[r] * corr + total;
-      w.corr[r] = corr;
+      ms[r] = mNew;
+      ls[r] = ls[r] * corr + total;
+      corrs[r] = corr;
     }
   }
 
-  // o[r] += sum_j S[r][j] * v[j] for the R rows of a decode task, C vectors of o at a time.
-  template <int R>
-  static void accumulateRows(Scratch& w, const float* const* v, int64_t n, int64_t pad) {
-    constexpr int C = R <= 2 ? 4 : 2;
-    const float* s = w.s.data();
-    int64_t d = 0;
-    for (; d + C * W <= pad; d += C * W) {
-      F a[R][C];
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) a[r][c] = load(&w.o[r * pad + d + c * W]);
-      for (int64_t j = 0; j < n; ++j) {
-        F x[C];
-        for (int c = 0; c < C; ++c) x[c] = load(v[j] + d + c * W);
-        for (int r = 0; r < R; ++r) {
-          const float pj = s[r * kKeys + j];
-          for (int c = 0; c < C; ++c) a[r][c] += pj * x[c];
-        }
-      }
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) store(&w.o[r * pad + d + c * W], a[r][c]);
-    }
-    for (; d < pad; d += W) {
-      F a[R];
-      for (int r = 0; r < R; ++r) a[r] = load(&w.o[r * pad + d]);
-      for (int64_t j = 0; j < n; ++j) {
-        const F x = load(v[j] + d);
-        for (int r = 0; r < R; ++r) a[r] += s[r * kKeys + j] * x;
-      }
-      for (int r = 0; r < R; ++r) store(&w.o[r * pad + d], a[r]);
-    }
-  }
-
+  // Decode (group * nq <= 4 rows a key head) takes the narrow path: per batch, the key heads in as
+  // many ranges as there are threads; else the tasks of runTasks.
   static uint64_t run(const radix::kernels::AttentionProblem& p, int threads) {
-    return runTasks<Scratch>(p, threads, &Attention::task);
+    const int64_t rows = p.hq / p.hk * p.nq;
+    if (rows > 4 || p.hd > kNarrowHd) return runTasks<Scratch>(p, threads, &Attention::task);
+    const int64_t batches = p.batch[0] * p.batch[1];
+    const int64_t ranges = std::min<int64_t>(p.hk, (threads + batches - 1) / batches), tasks = batches * ranges;
+    uint64_t keysRead = 0;
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) reduction(+ : keysRead)
+    for (int64_t t = 0; t < tasks; ++t) {
+      static thread_local Scratch w;
+      const int64_t b = t / ranges, range = t % ranges, b0 = b / p.batch[1], b1 = b % p.batch[1];
+      const int64_t kh0 = range * p.hk / ranges, kh1 = (range + 1) * p.hk / ranges;
+      keysRead += narrowRows(p, rows, b0, b1, kh0, kh1, w);
+    }
+    return keysRead;
+  }
+  static uint64_t narrowRows(const radix::kernels::AttentionProblem& p, int64_t rows, int64_t b0, int64_t b1,
+                             int64_t kh0, int64_t kh1, Scratch& w) {
+    switch (rows) {
+      case 1: return narrowKv<1>(p, b0, b1, kh0, kh1, w);
+      case 2: return narrowKv<2>(p, b0, b1, kh0, kh1, w);
+      case 3: return narrowKv<3>(p, b0, b1, kh0, kh1, w);
+      default: return narrowKv<4>(p, b0, b1, kh0, kh1, w);
+    }
+  }
+  template <int R>
+  static uint64_t narrowKv(const radix::kernels::AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh0, int64_t kh1,
+                           Scratch& w) {
+    using radix::kernels::Elem;
+    switch (p.kv) {
+      case Elem::bf16: return narrowTask<R, Elem::bf16>(p, b0, b1, kh0, kh1, w);
+      case Elem::f16: return narrowTask<R, Elem::f16>(p, b0, b1, kh0, kh1, w);
+      default: return narrowTask<R, Elem::f32>(p, b0, b1, kh0, kh1, w);
+    }
   }
 };
