@@ -452,7 +452,11 @@ TEST(AttentionKernels, ProfiledAsOneRow) {
   expectClose(compiled(s, in, platform), reference(s, in.q, in.k, in.v), 2e-5, "profiled");
   int64_t calls = 0;
   for (const radix::ProfileRow& r : radix::profileRows())
-    if (r.op == "attention") calls += r.calls;
+    if (r.op == "attention") {
+      calls += r.calls;
+      EXPECT_EQ(r.kind, "kernel");
+      EXPECT_TRUE(r.location.starts_with("attention.h:")) << r.location;  // nn::sdpa's lines, not "?"
+    }
   EXPECT_EQ(calls, 1) << radix::profileReport();
   radix::profileReset();
 }

@@ -22,7 +22,8 @@ bool tracing();
 struct ProfileRow {
   /// Traced op names fused into the region, joined by '+': "dot", "mul+add+exp".
   std::string op;
-  /// "kernel" (a GEMM/GEMV library call), "loops" (a loop nest of compiled code) or "copy".
+  /// "kernel" (a GEMM/GEMV/convolution/attention library call), "loops" (a loop nest of compiled
+  /// code) or "copy".
   std::string kind;
   /// The user's source line(s) that produced it: "model.cpp:42" or "model.cpp:42,43".
   std::string location;

@@ -116,7 +116,8 @@ std::vector<ProfileSite> instrumentProfile(mlir::ModuleOp module) {
   for (mlir::Operation* op : regions) {
     ProfileSite site;
     std::tie(site.op, site.location) = siteNames(op);
-    if (mlir::isa<mlir::func::CallOp>(op)) site.op = "attention";  // nn.sdpa's fused kernel
+    const bool attention = mlir::isa<mlir::func::CallOp>(op);  // nn.sdpa's fused kernel
+    if (attention) site.op = "attention";
     llvm::SetVector<mlir::Value> used(op->getOperands().begin(), op->getOperands().end());
     mlir::getUsedValuesDefinedAbove(op->getRegions(), used);
     double bytes = 0;
@@ -127,6 +128,8 @@ std::vector<ProfileSite> instrumentProfile(mlir::ModuleOp module) {
       for (int64_t range : mlir::cast<mlir::linalg::LinalgOp>(op).getStaticLoopRanges())
         iterations *= static_cast<double>(range);
       site.flops = 2 * iterations;
+    } else if (attention) {
+      site.kind = "kernel";
     } else {
       site.kind = mlir::isa<mlir::memref::CopyOp>(op) ? "copy" : "loops";
       site.bytes = bytes;

@@ -134,6 +134,23 @@ std::vector<std::pair<mlir::func::CallOp, AttentionPlan>> attentionCalls(mlir::M
   return found;
 }
 
+// The call's location plus the first source line in the body it replaces (nn::sdpa's), so that
+// the profile's row names a line.
+mlir::Location sourceLocOf(mlir::func::CallOp call, mlir::ModuleOp module) {
+  auto callee = module.lookupSymbol<mlir::func::FuncOp>(call.getCallee());
+  std::optional<mlir::Location> line;
+  callee.walk([&](mlir::Operation* op) {
+    op->getLoc()->walk([&](mlir::Location l) {
+      if (!mlir::isa<mlir::FileLineColLoc>(l)) return mlir::WalkResult::advance();
+      line = l;
+      return mlir::WalkResult::interrupt();
+    });
+    return line ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  if (!line) return call.getLoc();
+  return mlir::FusedLoc::get(module.getContext(), {call.getLoc(), *line});
+}
+
 int attentionIsaFor(const KernelTarget& target) { return static_cast<int>(attentionIsaOf(target)); }
 
 int lowerAttentionToKernels(mlir::ModuleOp module, const KernelTarget& target) {
@@ -146,7 +163,7 @@ int lowerAttentionToKernels(mlir::ModuleOp module, const KernelTarget& target) {
       plan.values[kAttnThreads] = target.threads;
       plan.values[kAttnIsa] = static_cast<int64_t>(isa);
       mlir::OpBuilder b(call);
-      mlir::func::CallOp::create(b, call.getLoc(), decl, mlir::ValueRange{attentionArgArray(b, call, plan)});
+      mlir::func::CallOp::create(b, sourceLocOf(call, module), decl, mlir::ValueRange{attentionArgArray(b, call, plan)});
       call.erase();
     }
   }
