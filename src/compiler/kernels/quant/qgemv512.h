@@ -209,19 +209,40 @@ inline __m512i fifthBit(__m512i qh, int s0, int s1) {
   return _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift), _mm512_set1_epi8(0x01)), 4);
 }
 
+// A q4_k / q5_k super-block's 6-bit scales and mins times d and dmin, in SIMD (kScales is
+// scalar): lanes 0..3 scales 0..3, 4..7 mins 0..3, 8..11 scales 4..7, 12..15 mins 4..7. With
+// w0, w1, w2 the scale field's words: [w0 & 63s, w1 & 63s, (w2 & 0x0f) | (w0 >> 6) << 4,
+// (w2 >> 4) | (w1 >> 6) << 4] per byte.
+inline __m512 kScales16(const uint8_t* b) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 4));  // w0 w1 w2, then quants
+  const __m128i p = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 0));
+  const __m128i q = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 0, 0));
+  const __m128i lo = _mm_srlv_epi32(_mm_and_si128(p, _mm_setr_epi32(0x3f3f3f3f, 0x3f3f3f3f, 0x0f0f0f0f, static_cast<int>(0xf0f0f0f0u))),
+                                    _mm_setr_epi32(0, 0, 0, 4));
+  const __m128i hi = _mm_and_si128(_mm_srli_epi32(q, 2), _mm_setr_epi32(0, 0, 0x30303030, 0x30303030));
+  const __m512 six = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_or_si128(lo, hi)));
+  const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load4(b))));  // d, dmin
+  return _mm512_mul_ps(six, _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1),
+                                                  _mm512_castps128_ps512(dd)));
+}
+
 template <class F, int R>
 void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
   constexpr bool kFive = std::is_same_v<F, Q5_K>;
   constexpr int kQs = kFive ? 48 : 16;  // the nibbles' offset in the block
   const int64_t nblk = p.k / 256;
   const __m512i m = _mm512_set1_epi8(0x0f);
-  __m512 acc[R];
-  __m256 macc[R];
+  // kScales16's lanes of sub-block s's scale: s, or s + 4 from 4 on.
+  const auto lane = [](int s) { return s < 4 ? s : s + 4; };
+  __m512 acc[R], macc[R];
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r)
-    acc[r] = _mm512_setzero_ps(), macc[r] = _mm256_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
+    acc[r] = _mm512_setzero_ps(), macc[r] = _mm512_setzero_ps(), w[r] = p.w + (j0 + r) * p.wRowBytes;
   for (int64_t b = 0; b < nblk; ++b) {
-    const __m256 da = _mm256_loadu_ps(act.d + 8 * b), sd = _mm256_loadu_ps(act.sd + 8 * b);
+    // [da 0..3, sd 0..3, da 4..7, sd 4..7]: the activations' factors for kScales16's lanes.
+    const __m512 daSd = _mm512_permutex2var_ps(_mm512_castps256_ps512(_mm256_loadu_ps(act.d + 8 * b)),
+                                               _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23),
+                                               _mm512_castps256_ps512(_mm256_loadu_ps(act.sd + 8 * b)));
     __m512 fac[R];
     const uint8_t* blk[R];
     for (int r = 0; r < R; ++r) {
@@ -229,10 +250,8 @@ void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
       for (int at = 0; at < F::kBytes; at += 64)  // every line the block touches
         _mm_prefetch(reinterpret_cast<const char*>(blk[r] + at + kAheadBytes), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(blk[r] + F::kBytes - 1 + kAheadBytes), _MM_HINT_T0);
-      HdrK h;
-      kScales(blk[r], h);
-      fac[r] = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_load_ps(h.s), da));  // lanes 8..15 unread
-      macc[r] = _mm256_fmadd_ps(_mm256_load_ps(h.mn), sd, macc[r]);
+      fac[r] = _mm512_mul_ps(kScales16(blk[r]), daSd);
+      macc[r] = _mm512_mask_sub_ps(macc[r], 0xf0f0, macc[r], fac[r]);  // - dmin * min * sum(a)
     }
     for (int half = 0; half < 2; ++half) {
       const __m512i alo = _mm512_loadu_si512(act.q + 256 * b + 128 * half);
@@ -246,13 +265,13 @@ void wideQ4KRows(const QProblem& p, const Act& act, int64_t j0) {
           hi = _mm512_or_si512(hi, fifthBit(qh, 4 * half + 1, 4 * half + 3));
         }
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(_mm512_setzero_si512(), lo, alo)),
-                                 subScale(fac[r], 4 * half, 4 * half + 2), acc[r]);
+                                 subScale(fac[r], lane(4 * half), lane(4 * half + 2)), acc[r]);
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dotAcc(_mm512_setzero_si512(), hi, ahi)),
-                                 subScale(fac[r], 4 * half + 1, 4 * half + 3), acc[r]);
+                                 subScale(fac[r], lane(4 * half + 1), lane(4 * half + 3)), acc[r]);
       }
     }
   }
-  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += _mm512_reduce_add_ps(_mm512_add_ps(acc[r], _mm512_zextps256_ps512(macc[r])));
+  for (int r = 0; r < R; ++r) p.c[(j0 + r) * p.scn] += _mm512_reduce_add_ps(_mm512_add_ps(acc[r], macc[r]));
 }
 
 template <>
