@@ -10,6 +10,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -464,6 +465,21 @@ namespace {
 bool sampledOnHost(const LanguageModel::Impl& m, const Sampling& s) {
   return s.temperature == 0 && m.platform.target() == "cpu";
 }
+
+// The first index of the largest of x[0, n), NaN never winning (0 when all are NaN): eight
+// running maxima, then the first element that matches.
+int64_t argmax(const float* x, int64_t n) {
+  float best[8];
+  std::fill(best, best + 8, -std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) best[l] = x[i + l] > best[l] ? x[i + l] : best[l];
+  float top = *std::max_element(best, best + 8);
+  for (; i < n; ++i) top = x[i] > top ? x[i] : top;
+  for (i = 0; i < n; ++i)
+    if (x[i] == top) return i;
+  return 0;
+}
 }  // namespace
 
 int32_t LanguageModel::sample(const Tensor& logits, const Sampling& s, Rng& rng) {
@@ -471,8 +487,12 @@ int32_t LanguageModel::sample(const Tensor& logits, const Sampling& s, Rng& rng)
   if (s.temperature < 0 || s.topK < 0 || !(s.topP > 0 && s.topP <= 1))
     fail("sampling needs temperature >= 0, top-k >= 0 and top-p in (0, 1]");
   if (sampledOnHost(m, s)) {
+    // In place: a copy of the logits each token is a 128 KB+ malloc and free (glibc then
+    // consolidates its free lists every time).
+    if (logits.dtype() == DType::f32 && logits.localShape() == logits.shape())
+      return static_cast<int32_t>(argmax(static_cast<const float*>(logits.bufferAddress()), logits.shape().count()));
     const std::vector<float> v = logits.toVector<float>();
-    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+    return static_cast<int32_t>(argmax(v.data(), static_cast<int64_t>(v.size())));
   }
   const auto key = std::make_tuple(s.temperature, s.topK, s.topP);
   const SamplingOptions options{.temperature = s.temperature, .topK = s.topK, .topP = s.topP};
