@@ -3,6 +3,8 @@
 #include <radix/radix.h>
 #include <radix/testing.h>
 
+#include <xxhash.h>
+
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -578,6 +580,22 @@ TEST(Module, HashCoversEveryShapeAttributeAndValue) {
   EXPECT_NE(h, hashArgs(Config{Tensor(s), 2, "gelu", Tensor(Shape({8}, DType::f32))}));
   EXPECT_NE(hashArgs(std::vector<int>{1, 2}), hashArgs(std::vector<int>{1, 2, 3}));
   EXPECT_NE(hashArgs(std::variant<int, float>(1)), hashArgs(std::variant<int, float>(1.0f)));
+}
+
+// The Hasher streams through a fixed buffer: any split of a byte stream hashes as XXH64 of the
+// whole (cache keys stay what they were when it buffered the stream in a string).
+TEST(Module, HasherIsXxh64OfTheWholeStreamHoweverItIsSplit) {
+  std::vector<unsigned char> stream(5000);
+  for (size_t i = 0; i < stream.size(); ++i) stream[i] = static_cast<unsigned char>(i * 131 + 7);
+  const uint64_t whole = XXH64(stream.data(), stream.size(), 0);
+  for (size_t piece : {1, 7, 255, 256, 257, 300, 1000, 5000}) {
+    radix::detail::Hasher h;
+    for (size_t at = 0; at < stream.size(); at += piece) h.bytes(stream.data() + at, std::min(piece, stream.size() - at));
+    EXPECT_EQ(h.digest(), whole) << "pieces of " << piece;
+    EXPECT_EQ(h.digest(), whole) << "digest() twice";
+  }
+  radix::detail::Hasher empty;
+  EXPECT_EQ(empty.digest(), XXH64(nullptr, 0, 0));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <cxxabi.h>
 #include <dlfcn.h>
+#define XXH_STATIC_LINKING_ONLY  // XXH64_state_t's size, for Hasher's inline state
 #include <xxhash.h>
 
 #include <algorithm>
@@ -339,7 +340,23 @@ void Hasher::shape(const Shape& s) {
   bytes(&sharding, 1);
 }
 
-uint64_t Hasher::digest() const { return XXH64(buf_.data(), buf_.size(), 0); }
+static_assert(sizeof(XXH64_state_t) <= sizeof(unsigned char[96]) && alignof(XXH64_state_t) <= 8);
+
+Hasher::Hasher() { XXH64_reset(reinterpret_cast<XXH64_state_t*>(state_), 0); }
+
+void Hasher::absorb(const void* data, size_t n) {
+  auto* state = reinterpret_cast<XXH64_state_t*>(state_);
+  XXH64_update(state, buf_, used_);
+  used_ = 0;
+  XXH64_update(state, data, n);
+}
+
+uint64_t Hasher::digest() const {
+  XXH64_state_t state;
+  std::memcpy(&state, state_, sizeof state);
+  XXH64_update(&state, buf_, used_);
+  return XXH64_digest(&state);
+}
 
 std::string demangle(const std::type_info& type) {
   int status = 0;

@@ -177,10 +177,20 @@ std::vector<std::string> tensorPaths(bool member, const Args&... args) {
   return std::move(paths.out);
 }
 
-/// Deep hash of argument structures, stable across processes (XXH64 of a byte stream).
+/// Deep hash of argument structures, stable across processes (XXH64 of a byte stream). The
+/// stream goes through a fixed buffer into the hash state: an Exe hashes its arguments' constants
+/// on every call, and a growing string cost a few large mallocs a call.
 class Hasher {
  public:
-  void bytes(const void* data, size_t n) { buf_.append(static_cast<const char*>(data), n); }
+  Hasher();
+  void bytes(const void* data, size_t n) {
+    if (n <= sizeof buf_ - used_) {
+      std::memcpy(buf_ + used_, data, n);
+      used_ += n;
+    } else {
+      absorb(data, n);
+    }
+  }
   void size(size_t n) { bytes(&n, sizeof n); }
   void tensor(const Tensor& t) { shape(t.shape()); }
   void shape(const Shape& s);
@@ -208,7 +218,10 @@ class Hasher {
   uint64_t digest() const;
 
  private:
-  std::string buf_;
+  void absorb(const void* data, size_t n);  // the buffer, then data, into the state
+  alignas(8) unsigned char state_[96];      // an XXH64_state_t (host.cpp checks the size)
+  unsigned char buf_[256];
+  size_t used_ = 0;
 };
 
 /// Hashes every leaf of `args...`: equal structures with equal shapes and values hash equal.
