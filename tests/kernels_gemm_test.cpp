@@ -8,12 +8,14 @@
 #include <radix/testing.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "compiler/kernels/kernels.h"
@@ -359,6 +361,48 @@ TEST(KernelsGemm, CachedObjectCallsTheKernel) {
   EXPECT_EQ(totalCalls(), before + 2);
   EXPECT_EQ(yc, yw);
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+extern "C" {
+void* _mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size);
+void _mlir_memref_to_llvm_free(void* block);
+}
+
+namespace {
+
+// Compiled code's small temporaries are kept per thread by size: the same size gets the freed
+// block back, other sizes do not, and blocks stay 64-byte aligned.
+TEST(KernelsAlloc, SmallBlocksAreReusedBySize) {
+  void* a = _mlir_memref_to_llvm_aligned_alloc(64, 1600);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  std::memset(a, 1, 1600);
+  _mlir_memref_to_llvm_free(a);
+  void* taker = std::malloc(1600);  // would take a's chunk back from malloc's free lists
+  void* b = _mlir_memref_to_llvm_aligned_alloc(64, 1600);
+  EXPECT_EQ(b, a);
+  EXPECT_NE(taker, a);
+  std::free(taker);
+  void* c = _mlir_memref_to_llvm_aligned_alloc(16, 1601);  // rounded to 1664: another class
+  EXPECT_NE(c, a);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c) % 64, 0u);
+  std::memset(c, 2, 1601);
+  _mlir_memref_to_llvm_free(b);
+  _mlir_memref_to_llvm_free(c);
+  // A freed block serves only the thread that freed it.
+  std::thread([&] {
+    void* other = _mlir_memref_to_llvm_aligned_alloc(64, 1600);
+    EXPECT_NE(other, a);
+    _mlir_memref_to_llvm_free(other);
+  }).join();
+  // Over-aligned requests bypass the kept blocks.
+  void* wide = _mlir_memref_to_llvm_aligned_alloc(4096, 1600);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(wide) % 4096, 0u);
+  _mlir_memref_to_llvm_free(wide);
+  EXPECT_EQ(_mlir_memref_to_llvm_aligned_alloc(64, 1600), a);
+  _mlir_memref_to_llvm_free(a);
 }
 
 }  // namespace

@@ -1,13 +1,19 @@
 // The allocator of compiled code (finalize-memref-to-llvm{use-generic-functions} calls these):
 // blocks of 1 MiB and more come from and go back to the runtime's buffer pool (buffer_pool.h), so
 // a large temporary is not a fresh mmap with a page fault per 4 KiB on first touch, which cost a
-// Llama prefill 10% of its time in zero fills. Pointers stay plain (no header), so a block freed
-// with std::free is still freed correctly.
+// Llama prefill 10% of its time in zero fills. Small blocks are kept per thread by size for the
+// next allocation of that size: a decode step allocates and frees a few hundred temporaries of
+// the same sizes, and each memalign of 1 KiB or more also made glibc consolidate its free lists.
+// Pointers stay plain (no header), so a block freed with std::free is still freed correctly.
+#include <malloc.h>
+
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/buffer_pool.h"
 
@@ -30,6 +36,49 @@ Live& live() {
   return *l;
 }
 
+// Freed blocks of this thread up to kMaxBytes (usable size), by 64-byte class: class c holds
+// blocks of usable size [64 c, 64 c + 63], so any of them serves an allocation of 64 c bytes.
+class SmallBlocks {
+ public:
+  static constexpr size_t kMaxBytes = 64 << 10;
+  static constexpr size_t kPerClass = 16;
+
+  ~SmallBlocks();
+  void* take(size_t bytes) {
+    auto& blocks = classes_[bytes / 64];
+    if (blocks.empty()) return nullptr;
+    void* b = blocks.back();
+    blocks.pop_back();
+    return b;
+  }
+  bool keep(void* block, size_t usable) {
+    if (usable > kMaxBytes || reinterpret_cast<uintptr_t>(block) % kPoolAlignment != 0) return false;
+    auto& blocks = classes_[usable / 64];
+    if (blocks.size() >= kPerClass) return false;
+    blocks.push_back(block);
+    return true;
+  }
+
+ private:
+  std::array<std::vector<void*>, kMaxBytes / 64 + 1> classes_;
+};
+
+// Set once this thread's SmallBlocks is destroyed (trivially destructible, so still readable):
+// compiled code running later in the thread's exit then allocates and frees plainly.
+thread_local bool smallBlocksGone = false;
+
+SmallBlocks::~SmallBlocks() {
+  smallBlocksGone = true;
+  for (auto& blocks : classes_)
+    for (void* b : blocks) std::free(b);
+}
+
+SmallBlocks* smallBlocks() {
+  if (smallBlocksGone) return nullptr;
+  static thread_local SmallBlocks blocks;
+  return &blocks;
+}
+
 }  // namespace
 
 extern "C" {
@@ -38,6 +87,8 @@ void* _mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size) {
   const size_t align = std::max<size_t>(alignment, 16);
   if (align > kPoolAlignment) return std::aligned_alloc(align, (std::max<size_t>(size, 1) + align - 1) / align * align);
   const size_t bytes = allocatedBytes(size);
+  if (SmallBlocks* small = bytes <= SmallBlocks::kMaxBytes ? smallBlocks() : nullptr)
+    if (void* block = small->take(bytes)) return block;
   void* block = bufferPool().take(bytes);
   if (!block) block = radix::detail::allocateBlock(bytes);
   if (block && bytes >= BufferPool::kMinBytes) {
@@ -51,6 +102,12 @@ void* _mlir_memref_to_llvm_alloc(uint64_t size) { return _mlir_memref_to_llvm_al
 
 void _mlir_memref_to_llvm_free(void* block) {
   if (!block) return;
+  // Pooled blocks are at least kMinBytes: a smaller one is not in live().
+  if (const size_t usable = malloc_usable_size(block); usable < BufferPool::kMinBytes) {
+    SmallBlocks* small = smallBlocks();
+    if (!small || !small->keep(block, usable)) std::free(block);
+    return;
+  }
   size_t bytes = 0;
   {
     std::lock_guard<std::mutex> lock(live().mutex);
