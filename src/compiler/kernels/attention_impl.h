@@ -179,9 +179,9 @@ struct Attention {
   }
 
   // Decode: the R <= 4 rows (one query of each head of a group) of the key heads [kh0, kh1)
-  // against the keys they see, hd <= kNarrowHd. Keys go in blocks, and within a block W at a time
-  // across every head of the range: the cache is {key, head, hd}, so this reads it in order. Keys
-  // and values are widened in registers, and the scores of W keys come from one transposing sum.
+  // against the keys they see, hd <= kNarrowHd. Keys go in blocks, each block head by head:
+  // scores, softmax and values, while the next head's keys are asked for. Keys and values are
+  // widened in registers, and the scores of W keys come from one transposing sum.
   static constexpr int64_t kNarrowHd = 512;
   template <int R, radix::kernels::Elem E>
   static uint64_t narrowTask(const radix::kernels::AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh0,
@@ -219,59 +219,51 @@ struct Attention {
     for (int64_t j0 = first; j0 < last; j0 += kKeys) {
       const int64_t n = std::min(kKeys, last - j0);
       keysRead += static_cast<uint64_t>(n * heads);
-      for (int64_t jj = 0; jj < n; jj += W) {
-        for (int64_t kh = kh0; kh < kh1; ++kh) {
-          const int64_t hk = kBase + kh * p.kStride[2];
-          // Asked for early: the keys one group of W on, and the values of these keys (the block's
-          // values are read once its scores are done).
-          for (int64_t x = 0; x < W && jj + x < n; ++x) {
-            const int64_t at = j0 + jj + x;
-            if (at + W < last)
-              for (int64_t b = 0; b < rowBytes; b += 64) __builtin_prefetch(kBytes + (hk + (at + W) * p.kStride[3]) * es + b);
-            for (int64_t b = 0; b < rowBytes; b += 64)
-              __builtin_prefetch(vBytes + (vBase + kh * p.vStride[2] + at * p.vStride[3]) * es + b);
+      for (int64_t kh = kh0; kh < kh1; ++kh) {
+        const int64_t hk = kBase + kh * p.kStride[2], hv = vBase + kh * p.vStride[2], at = (kh - kh0) * R;
+        // Asked for early, a group of W keys at a time: the next head's keys (the next block's
+        // first head after the last), and this head's values (read once its scores are done).
+        const int64_t nextHead = kh + 1 < kh1 ? kh + 1 : kh0, nextJ0 = kh + 1 < kh1 ? j0 : j0 + kKeys;
+        for (int64_t jj = 0; jj < n; jj += W) {
+          for (int64_t x = 0; x < W; ++x) {
+            if (const int64_t j = nextJ0 + jj + x; j < std::min(nextJ0 + kKeys, last))
+              for (int64_t b = 0; b < rowBytes; b += 64)
+                __builtin_prefetch(kBytes + (kBase + nextHead * p.kStride[2] + j * p.kStride[3]) * es + b);
+            if (jj + x < n)
+              for (int64_t b = 0; b < rowBytes; b += 64) __builtin_prefetch(vBytes + (hv + (j0 + jj + x) * p.vStride[3]) * es + b);
           }
           for (int r = 0; r < R; ++r) {
-            const float* q = &w.q[((kh - kh0) * R + r) * hd];
+            const float* q = &w.q[(at + r) * hd];
             F acc[W];
             for (int x = 0; x < W; ++x) {
-              const int64_t at = hk + (j0 + jj + std::min<int64_t>(x, n - 1 - jj)) * p.kStride[3];
+              const int64_t k = hk + (j0 + jj + std::min<int64_t>(x, n - 1 - jj)) * p.kStride[3];
               F a = F{};
-              for (int64_t d = 0; d < vec; d += W) a += load(q + d) * loadKv<E>(p.k, at + d);
-              for (int64_t d = vec; d < hd; ++d) a[0] += q[d] * loadKvOne<E>(p.k, at + d);
+              for (int64_t d = 0; d < vec; d += W) a += load(q + d) * loadKv<E>(p.k, k + d);
+              for (int64_t d = vec; d < hd; ++d) a[0] += q[d] * loadKvOne<E>(p.k, k + d);
               acc[x] = a;
             }
             sumEach(acc);
-            store(&w.s[((kh - kh0) * R + r) * kKeys + jj], acc[0]);
+            store(&w.s[(at + r) * kKeys + jj], acc[0]);
           }
         }
-      }
-      for (int64_t kh = kh0; kh < kh1; ++kh) {
-        const int64_t at = (kh - kh0) * R;
         float* s = &w.s[at * kKeys];
         if (p.softcap > 0)
           for (int r = 0; r < R; ++r)
             for (int64_t j = 0; j < n; ++j) s[r * kKeys + j] = p.softcap * std::tanh(s[r * kKeys + j] * p.scale / p.softcap);
         softmaxRows(s, lo, hi, &w.m[at], &w.l[at], &w.corr[at], j0, n, R);
+        float* o = &w.ot[at * hd];
         for (int r = 0; r < R; ++r)
           if (const float c = w.corr[at + r]; c != 1.0f)
-            for (int64_t d = 0; d < hd; ++d) w.ot[(at + r) * hd + d] *= c;
-      }
-      for (int64_t jj = 0; jj < n; jj += W) {
-        const int64_t nj = std::min<int64_t>(W, n - jj);
-        for (int64_t kh = kh0; kh < kh1; ++kh) {
-          const int64_t at = (kh - kh0) * R, hv = vBase + kh * p.vStride[2] + (j0 + jj) * p.vStride[3];
-          float* o = &w.ot[at * hd];
-          const float* s = &w.s[at * kKeys + jj];
-          int64_t d = 0;
-          for (; d + 4 * W <= vec; d += 4 * W) accumulate<R, 4, E>(o + d, s, hd, p, hv + d, nj);
-          for (; d < vec; d += W) accumulate<R, 1, E>(o + d, s, hd, p, hv + d, nj);
-          for (; d < hd; ++d)
-            for (int64_t j = 0; j < nj; ++j) {
-              const float x = loadKvOne<E>(p.v, hv + j * p.vStride[3] + d);
-              for (int r = 0; r < R; ++r) o[r * hd + d] += s[r * kKeys + j] * x;
-            }
-        }
+            for (int64_t d = 0; d < hd; ++d) o[r * hd + d] *= c;
+        const int64_t v0 = hv + j0 * p.vStride[3];
+        int64_t d = 0;
+        for (; d + 4 * W <= vec; d += 4 * W) accumulate<R, 4, E>(o + d, s, hd, p, v0 + d, n);
+        for (; d < vec; d += W) accumulate<R, 1, E>(o + d, s, hd, p, v0 + d, n);
+        for (; d < hd; ++d)
+          for (int64_t j = 0; j < n; ++j) {
+            const float x = loadKvOne<E>(p.v, v0 + j * p.vStride[3] + d);
+            for (int r = 0; r < R; ++r) o[r * hd + d] += s[r * kKeys + j] * x;
+          }
       }
     }
     for (int64_t kh = kh0; kh < kh1; ++kh)
