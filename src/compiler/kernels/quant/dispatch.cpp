@@ -101,7 +101,11 @@ extern "C" void radix_kernel_qcontract(int64_t aBase, int64_t aOffset, int64_t w
   p.amx = run == Isa::amx && vnni;  // run is amx only where hostIsa() saw the tiles granted
   // The int formats (separate scales) have only the scalar path.
   const bool scalarOnly = p.type == radix::QuantType::i8_channel || p.type == radix::QuantType::i4_group;
+  const bool overwrite = (types & kQOverwrite) != 0;
   const auto runRows = [&](int64_t n0, int64_t n1) {
+    if (overwrite)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = n0; j < n1; ++j) p.c[i * scm + j * scn] = 0;
     if (scalarOnly) return runQuantX86_64(p, n0, n1);
     switch (run) {
       case Isa::amx:

@@ -228,6 +228,12 @@ bool lowerOne(mlir::linalg::GenericOp op, unsigned wi, const Dequantize& d, mlir
   mlir::DominanceInfo dominance(op->getParentOfType<mlir::func::FuncOp>());
   if (!dominance.properlyDominates(d.op, op.getOperation())) return false;
 
+  // Before anything is inserted here: zeroFillBefore stops at any op between.
+  const bool overwrite = [&] {
+    mlir::Operation* fill = plan->loops.empty() ? zeroFillBefore(op) : nullptr;
+    if (fill) fill->erase();
+    return fill != nullptr;
+  }();
   mlir::OpBuilder b(op);
   const mlir::Location loc = op.getLoc();
   auto i64 = [&](int64_t v) { return mlir::arith::ConstantIntOp::create(b, loc, v, 64).getResult(); };
@@ -252,8 +258,9 @@ bool lowerOne(mlir::linalg::GenericOp op, unsigned wi, const Dequantize& d, mlir
     if (l.s[xi] != 0) xOffset = mlir::arith::AddIOp::create(b, loc, xOffset, mlir::arith::MulIOp::create(b, loc, iv, i64(l.s[xi])));
     if (l.s[2] != 0) cOffset = mlir::arith::AddIOp::create(b, loc, cOffset, mlir::arith::MulIOp::create(b, loc, iv, i64(l.s[2])));
   }
-  const int64_t types = static_cast<int64_t>(d.type) | (static_cast<int64_t>(d.scaleType) << kQScaleShift) |
-                        (static_cast<int64_t>(xType) << kQActShift);
+  int64_t types = static_cast<int64_t>(d.type) | (static_cast<int64_t>(d.scaleType) << kQScaleShift) |
+                  (static_cast<int64_t>(xType) << kQActShift);
+  if (overwrite) types |= kQOverwrite;
   std::vector<mlir::Value> args = {xBase,           xOffset,          wBase,          wOffset,
                                    sBase,           sOffset,          zBase,          zOffset,
                                    cBase,           cOffset,          i64(types),     i64(xRows.size),

@@ -38,8 +38,11 @@ uint64_t qcallCount(QPath path);
 uint64_t qcallCount(QPath path, Isa isa);
 
 /// radix_kernel_qcontract's `types`: QuantType in bits 0..7, the scales' Elem in 8..15, A's Elem
-/// in 16..23 (f16/bf16 activations are widened to f32 by the dispatcher before runQuant*).
+/// in 16..23 (f16/bf16 activations are widened to f32 by the dispatcher before runQuant*), and
+/// kQOverwrite: C holds nothing yet (the lowering dropped its zero fill), so each thread zeroes
+/// its own rows of C before accumulating into them.
 constexpr int kQScaleShift = 8, kQActShift = 16;
+constexpr int64_t kQOverwrite = int64_t(1) << 24;
 /// radix_kernel_qcontract's `isa`: an Isa value, plus this bit when the compile target has VNNI
 /// (avx512_vnni or avx_vnni); the dispatcher passes vnni = true only where the CPU has it too.
 constexpr int64_t kQIsaVnni = 1 << 8;
