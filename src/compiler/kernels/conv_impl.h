@@ -118,10 +118,12 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
           const int64_t at = col[q + j], step = stepOf[q + j];
           using V = typename Cfg::V;
           int t0 = 0;  // stride 2: the even elements of vector pairs first
-          if constexpr (EY == Elem::f32 && requires(const float* s) { V::loadEven(s); })
-            if (step == 2)
-              for (const float* src = static_cast<const float*>(row) + at; t0 + V::W <= len; t0 += V::W)
-                V::store(d + j + t0, V::loadEven(src + 2 * t0));
+          if constexpr (EY == Elem::f32 && requires(const float* s) { V::loadEvenN(s, 1); })
+            if (step == 2) {
+              const float* src = static_cast<const float*>(row) + at;
+              for (; t0 + V::W <= len; t0 += V::W) V::store(d + j + t0, V::loadEven(src + 2 * t0));
+              if (t0 < len) V::storeN(d + j + t0, V::loadEvenN(src + 2 * t0, len - t0), len - t0), t0 = len;
+            }
           if (step != 1 || len < 4) {  // strided (a stride-s convolution) or short: element by element
             for (int t = t0; t < len; ++t) d[j + t] = loadScalar<EY>(row, at + t * step);
           } else {

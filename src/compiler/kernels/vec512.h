@@ -18,6 +18,12 @@ struct V512 {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return _mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_maskz_loadu_ps(0x7fff, p + W));
   }
+  // p[0], p[2], .., p[2n - 2] for 0 < n < W (zeros past them): never reads p[2n - 1].
+  static R loadEvenN(const float* p, int n) {
+    const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const int m = 2 * n - 1;
+    return _mm512_permutex2var_ps(loadN(p, m < W ? m : W), idx, loadN(p + W, m > W ? m - W : 0));
+  }
   static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   static R add(R a, R b) { return _mm512_add_ps(a, b); }
   static float sum(R v) { return _mm512_reduce_add_ps(v); }
