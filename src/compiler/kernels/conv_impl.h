@@ -83,9 +83,11 @@ void convPackY(const ConvGemmPlan& g, const void* y, int64_t k0, int64_t kc, int
           const uint16_t* b = r1 ? r1 + at : nullptr;
           uint16_t* o = d + 2 * j;
           int t0 = 0;
-          if constexpr (requires(const uint16_t* s, uint16_t* o) { Cfg::interleaveEven(s, s, o); })
-            if (step == 2 && b)
+          if constexpr (requires(const uint16_t* s, uint16_t* o) { Cfg::interleaveEvenN(s, s, o, 1); })
+            if (step == 2 && b) {
               for (; t0 + 16 <= len; t0 += 16) Cfg::interleaveEven(a + 2 * t0, b + 2 * t0, o + 2 * t0);
+              if (t0 < len) Cfg::interleaveEvenN(a + 2 * t0, b + 2 * t0, o + 2 * t0, len - t0), t0 = len;
+            }
           if (step == 1 && b) {
             if constexpr (requires(const uint16_t* s, uint16_t* o) { Cfg::interleaveN(s, s, o, 0); }) {
               Cfg::interleaveN(a, b, o, len);
