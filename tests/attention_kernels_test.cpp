@@ -182,6 +182,7 @@ const std::vector<Spec>& specs() {
       // Decode splits the key heads among threads: [0, 2) and [2, 5) here.
       {"f16kv_q1_decode_two_threads_hd72", 1, 5, 5, 1, 150, 72, true, 140, 0, {}, 0, DType::f32, 2, DType::f16},
       {"q3_gqa1_decode_two_threads_batch3", 3, 3, 3, 3, 90, 32, true, 80, 0, {}, 0, DType::f32, 2},
+      {"q1_decode_hd600", 1, 2, 2, 1, 40, 600, true, 33},
       {"bf16kv_q70_offset_window_hd32", 1, 2, 2, 70, 200, 32, true, 100, 50, {}, 0, DType::f32, 1, DType::bf16},
   };
   return all;

@@ -179,10 +179,9 @@ struct Attention {
   }
 
   // Decode: the R <= 4 rows (one query of each head of a group) of the key heads [kh0, kh1)
-  // against the keys they see, hd <= kNarrowHd. Keys go in blocks, each block head by head:
+  // against the keys they see. Keys go in blocks, each block head by head:
   // scores, softmax and values, while the next head's keys are asked for. Keys and values are
   // widened in registers, and the scores of W keys come from one transposing sum.
-  static constexpr int64_t kNarrowHd = 512;
   template <int R, radix::kernels::Elem E>
   static uint64_t narrowTask(const radix::kernels::AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh0,
                              int64_t kh1, Scratch& w) {
@@ -532,7 +531,7 @@ struct Attention {
   // many ranges as there are threads; else the tasks of runTasks.
   static uint64_t run(const radix::kernels::AttentionProblem& p, int threads) {
     const int64_t rows = p.hq / p.hk * p.nq;
-    if (rows > 4 || p.hd > kNarrowHd) return runTasks<Scratch>(p, threads, &Attention::task);
+    if (rows > 4) return runTasks<Scratch>(p, threads, &Attention::task);
     const int64_t batches = p.batch[0] * p.batch[1];
     const int64_t ranges = std::min<int64_t>(p.hk, (threads + batches - 1) / batches), tasks = batches * ranges;
     uint64_t keysRead = 0;
