@@ -7,8 +7,9 @@
 
 For every model folder (or, without --models, GPT-2 small and Llama-110M at f32, bf16 and f16) and
 every thread count, in one run:
-- a STREAM triad (radix-bench-cpu's triad worker, 16M floats, 12 B/elem), measured at the start and
-  at the end of the run (the roof uses the start's; the end shows the drift);
+- a STREAM triad (radix-bench-cpu's triad worker, 16M floats, 12 B/elem), measured at the start, before
+  each model and thread count, and at the end (a roof uses the better of the start's and the one
+  just before its rows; the end shows the drift);
 - the decode roof: triad bandwidth / weight bytes one decode step reads (every layer, the lm head;
   one row of each embedding table), from the model's config.json and dtype;
 - PyTorch (bench/torch_llm_peer.py: same shapes, random weights, KV cache);
@@ -248,6 +249,8 @@ def main():
     for t in threads:
         print(f"  triad T={t}: {start_bw[t] and f'{start_bw[t]:.1f} GB/s' or 'n/a'} (start of run)")
     print("  roof = triad GB/s / weight bytes per decode token (pp has no roof: GEMM-bound); t/s are mean ± std")
+    print("  the triad is measured again before each model and thread count; a roof uses the better of that one and"
+          " the start's (a VM's 2-thread triad moves by 2x over a run)")
     header = f"{'model':<26} {'dtype':<6} {'T':>2} {'test':<6} {'radix t/s':>16} {'llama.cpp t/s':>16} {'torch t/s':>16} " \
              f"{'roof t/s':>9} {'radix/roof':>10} {'radix/llama':>11} {'radix/torch':>11} {'torch/roof':>10}"
     print(header)
@@ -257,6 +260,8 @@ def main():
         bpp = {"f32": 4, "bf16": 2, "f16": 2}.get(dtype, 4)
         per_token = gguf_decode_bytes(folder) if gguf else torch_llm_peer.decode_bytes_per_token(cfg, bpp)
         for t in threads:
+            now_bw = triad.measure(t, 5)
+            bw = max(x for x in (start_bw[t], now_bw, 0) if x is not None) or None
             radix_rows, radix_err = {}, "no model folder (make one with the models engineer's tools/ script)"
             if folder:
                 cmd = [a.radix, "bench", "--model", folder, "-p", str(a.p), "-n", str(a.n), "-t", str(t)]
@@ -291,7 +296,7 @@ def main():
                 torch_err = f"no {dtype} in the PyTorch peer"
             for test in (f"pp{a.p}", f"tg{a.n}"):
                 r, p, ll = radix_rows.get(test), torch_rows.get(test), llama_rows.get(test)
-                roof = start_bw[t] * 1e9 / per_token if (test.startswith("tg") and start_bw[t]) else None
+                roof = bw * 1e9 / per_token if (test.startswith("tg") and bw) else None
 
                 def fmt(x):
                     return f"{x[0]:.2f} ± {x[1]:.2f}" if x else "n/a"
@@ -320,7 +325,7 @@ def main():
                 print(f"    torch: n/a ({torch_err})")
     end_bw = {t: triad.measure(t, 5) for t in threads}
     for t in threads:
-        print(f"  triad T={t}: {end_bw[t] and f'{end_bw[t]:.1f} GB/s' or 'n/a'} (end of run; the roof used the start's"
+        print(f"  triad T={t}: {end_bw[t] and f'{end_bw[t]:.1f} GB/s' or 'n/a'} (end of run; start's"
               f" {start_bw[t] and f'{start_bw[t]:.1f}' or 'n/a'})")
     print(f"  load average at the end {open('/proc/loadavg').read().split()[:3]}")
 
