@@ -184,6 +184,7 @@ class Hasher {
  public:
   Hasher();
   void bytes(const void* data, size_t n) {
+    if (n == 0) return;  // an empty string's data() may be null, which memcpy may not take
     if (n <= sizeof buf_ - used_) {
       std::memcpy(buf_ + used_, data, n);
       used_ += n;
