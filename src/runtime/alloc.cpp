@@ -38,29 +38,37 @@ Live& live() {
 
 // Freed blocks of this thread up to kMaxBytes (usable size), by 64-byte class: class c holds
 // blocks of usable size [64 c, 64 c + 63], so any of them serves an allocation of 64 c bytes.
+// At most kPerClass a class and kMaxHeld bytes in all (counted at 64 c a block): a workload whose
+// temporaries change size (prefill chunks of other lengths) cannot make a thread hoard memory.
 class SmallBlocks {
  public:
   static constexpr size_t kMaxBytes = 64 << 10;
   static constexpr size_t kPerClass = 16;
+  static constexpr size_t kMaxHeld = 4 << 20;
 
   ~SmallBlocks();
+  size_t held() const { return held_; }
   void* take(size_t bytes) {
     auto& blocks = classes_[bytes / 64];
     if (blocks.empty()) return nullptr;
     void* b = blocks.back();
     blocks.pop_back();
+    held_ -= bytes / 64 * 64;
     return b;
   }
   bool keep(void* block, size_t usable) {
     if (usable > kMaxBytes || reinterpret_cast<uintptr_t>(block) % kPoolAlignment != 0) return false;
     auto& blocks = classes_[usable / 64];
-    if (blocks.size() >= kPerClass) return false;
+    const size_t counted = usable / 64 * 64;
+    if (blocks.size() >= kPerClass || held_ + counted > kMaxHeld) return false;
     blocks.push_back(block);
+    held_ += counted;
     return true;
   }
 
  private:
   std::array<std::vector<void*>, kMaxBytes / 64 + 1> classes_;
+  size_t held_ = 0;
 };
 
 // Set once this thread's SmallBlocks is destroyed (trivially destructible, so still readable):
@@ -80,6 +88,11 @@ SmallBlocks* smallBlocks() {
 }
 
 }  // namespace
+
+size_t radix::detail::smallBlocksKept() {
+  const SmallBlocks* small = smallBlocks();
+  return small ? small->held() : 0;
+}
 
 extern "C" {
 

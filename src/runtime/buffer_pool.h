@@ -69,4 +69,8 @@ inline size_t allocatedBytes(size_t n) { return std::max<size_t>(64, (n + 63) / 
 /// instead of one per 4 KiB. allocateBlock(64 << 20)
 void* allocateBlock(size_t bytes);
 
+/// Bytes of freed small temporaries of compiled code this thread keeps for reuse (alloc.cpp),
+/// counted at their size class; at most 4 MiB. smallBlocksKept() -> 1600
+size_t smallBlocksKept();
+
 }  // namespace radix::detail
