@@ -183,6 +183,9 @@ const std::vector<Spec>& specs() {
       {"f16kv_q1_decode_two_threads_hd72", 1, 5, 5, 1, 150, 72, true, 140, 0, {}, 0, DType::f32, 2, DType::f16},
       {"q3_gqa1_decode_two_threads_batch3", 3, 3, 3, 3, 90, 32, true, 80, 0, {}, 0, DType::f32, 2},
       {"q1_decode_hd600", 1, 2, 2, 1, 40, 600, true, 33},
+      // Decode with key lengths (batch 1 sees none: NaN) and a window, split among threads.
+      {"q1_key_lengths_decode_batch3", 3, 4, 2, 1, 70, 32, false, std::nullopt, 0, {70, 0, 33}, 0, DType::f32, 2},
+      {"f16kv_q2_window_decode_lengths", 2, 6, 3, 2, 90, 48, true, 60, 16, {90, 41}, 0, DType::f32, 2, DType::f16},
       {"bf16kv_q70_offset_window_hd32", 1, 2, 2, 70, 200, 32, true, 100, 50, {}, 0, DType::f32, 1, DType::bf16},
   };
   return all;
