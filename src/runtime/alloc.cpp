@@ -8,9 +8,9 @@
 #include <malloc.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -49,6 +49,7 @@ class SmallBlocks {
   ~SmallBlocks();
   size_t held() const { return held_; }
   void* take(size_t bytes) {
+    if (!classes_) return nullptr;
     auto& blocks = classes_[bytes / 64];
     if (blocks.empty()) return nullptr;
     void* b = blocks.back();
@@ -58,6 +59,7 @@ class SmallBlocks {
   }
   bool keep(void* block, size_t usable) {
     if (usable > kMaxBytes || reinterpret_cast<uintptr_t>(block) % kPoolAlignment != 0) return false;
+    if (!classes_) classes_ = std::make_unique<std::vector<void*>[]>(kClasses);
     auto& blocks = classes_[usable / 64];
     const size_t counted = usable / 64 * 64;
     if (blocks.size() >= kPerClass || held_ + counted > kMaxHeld) return false;
@@ -67,7 +69,10 @@ class SmallBlocks {
   }
 
  private:
-  std::array<std::vector<void*>, kMaxBytes / 64 + 1> classes_;
+  static constexpr size_t kClasses = kMaxBytes / 64 + 1;
+  // On the heap once the thread frees a block: the thread-local object itself stays two words
+  // (every thread of the process has one).
+  std::unique_ptr<std::vector<void*>[]> classes_;
   size_t held_ = 0;
 };
 
@@ -77,8 +82,9 @@ thread_local bool smallBlocksGone = false;
 
 SmallBlocks::~SmallBlocks() {
   smallBlocksGone = true;
-  for (auto& blocks : classes_)
-    for (void* b : blocks) std::free(b);
+  if (!classes_) return;
+  for (size_t c = 0; c < kClasses; ++c)
+    for (void* b : classes_[c]) std::free(b);
 }
 
 SmallBlocks* smallBlocks() {
