@@ -94,31 +94,12 @@ struct Attention {
   static void loadRow(const void* base, radix::kernels::Elem e, int64_t at, float* dst, int64_t hd, int64_t pad,
                       float mul) {
     using radix::kernels::Elem;
-    const uint16_t* s = static_cast<const uint16_t*>(base) + at;
-    int64_t d = 0;
-    if (e == Elem::bf16) {
-      for (; d + W <= hd; d += W) {
-        H h;
-        std::memcpy(&h, s + d, sizeof h);
-        const I bits = __builtin_convertvector(h, I) << 16;
-        store(dst + d, __builtin_bit_cast(F, bits) * mul);
-      }
-      for (; d < hd; ++d) dst[d] = bf16ToF32(s[d]) * mul;
-    } else if (e == Elem::f16) {
-#ifdef RADIX_ATTENTION_F16C
-      typedef _Float16 Hf __attribute__((vector_size(W * 2), aligned(2)));
-      for (; d + W <= hd; d += W) {
-        Hf h;
-        std::memcpy(&h, s + d, sizeof h);
-        store(dst + d, __builtin_convertvector(h, F) * mul);
-      }
-#endif
-      for (; d < hd; ++d) dst[d] = f16ToF32(s[d]) * mul;
-    } else {
-      const float* f = static_cast<const float*>(base) + at;
-      for (; d < hd; ++d) dst[d] = f[d] * mul;
+    switch (e) {
+      case Elem::bf16: widenRow<Elem::bf16>(base, at, dst, hd, mul); break;
+      case Elem::f16: widenRow<Elem::f16>(base, at, dst, hd, mul); break;
+      default: widenRow<Elem::f32>(base, at, dst, hd, mul); break;
     }
-    for (d = hd; d < pad; ++d) dst[d] = 0;
+    for (int64_t d = hd; d < pad; ++d) dst[d] = 0;
   }
 
   struct Scratch {
@@ -155,6 +136,14 @@ struct Attention {
     if constexpr (E == Elem::f32) return static_cast<const float*>(base)[at];
     if constexpr (E == Elem::bf16) return bf16ToF32(static_cast<const uint16_t*>(base)[at]);
     return f16ToF32(static_cast<const uint16_t*>(base)[at]);
+  }
+
+  // dst[0..hd) = the row at `at` widened, times mul.
+  template <radix::kernels::Elem E>
+  static void widenRow(const void* base, int64_t at, float* dst, int64_t hd, float mul) {
+    int64_t d = 0;
+    for (; d + W <= hd; d += W) store(dst + d, loadKv<E>(base, at + d) * mul);
+    for (; d < hd; ++d) dst[d] = loadKvOne<E>(base, at + d) * mul;
   }
 
   // The transposing sum: merging adjacent vectors level by level, lane j of a[0] ends up holding
