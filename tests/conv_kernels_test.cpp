@@ -49,16 +49,25 @@ const std::vector<Case>& cases() {
       {"2d_3x3_s1_7x7_batch2", 2, 20, 33, {7, 7}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
       // Rows of positions 2 input rows apart (stride 2 along h only): each a grid of its own.
       {"2d_s2x1_rows_apart", 2, 6, 11, {9, 37}, {3, 3}, {2, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
-      {"2d_3x3_s2_batch3", 3, 5, 10, {13, 9}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
+      // Stride 2 on the grid (f32): the input copied into 2 x 2 phase planes per channel, here with
+      // an odd padded width (11, phase rows of 6 and 5) and odd height (15).
+      {"2d_3x3_s2_batch3", 3, 5, 10, {13, 9}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
+      // Even padded width and height (14 x 12); groups whose input channels are whole planes apart.
+      {"2d_3x3_s2_even_groups2", 2, 8, 12, {12, 10}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 2, false, Path::rows},
+      // No padding: the last input row and column are never read (the copy stops at the last
+      // element read); K = 32 * 9 = 288 runs in two chunks.
+      {"2d_3x3_s2_unread_edge_k288", 1, 32, 9, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {}, 1, false, Path::rows},
+      // Dilation 2 puts the taps two rows apart: no phase plane holds a window, the tabled GEMM runs it.
+      {"2d_3x3_s2_dilation2", 1, 4, 6, {13, 12}, {3, 3}, {2, 2}, {2, 2}, {{2, 2}, {2, 2}}, 1, false, Path::gemm},
       {"2d_nhwc_s2", 3, 7, 17, {12, 9}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {0, 1}}, 1, true, Path::gemm},
       {"2d_nhwc_dilation", 1, 6, 9, {13, 11}, {3, 2}, {1, 2}, {2, 1}, {{2, 2}, {0, 0}}, 1, true, Path::gemm},
       // K = 40 * 9 = 360: two K blocks of the packing.
       {"2d_k360_nchw", 1, 40, 7, {9, 8}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
       {"2d_k360_nhwc", 3, 40, 19, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, true, Path::gemm},
-      {"2d_7x7_s2_stem", 1, 3, 10, {23, 21}, {7, 7}, {2, 2}, {1, 1}, {{3, 3}, {3, 3}}, 1, false, Path::gemm},
+      {"2d_7x7_s2_stem", 1, 3, 10, {23, 21}, {7, 7}, {2, 2}, {1, 1}, {{3, 3}, {3, 3}}, 1, false, Path::rows},
       // Output rows of 38 positions read at stride 2: vector pairs' even elements (2 x 16 + 6, or
       // 4 x 8 + 6), the last one next to the end of an input row.
-      {"2d_3x3_s2_wide_rows", 1, 3, 5, {5, 75}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::gemm},
+      {"2d_3x3_s2_wide_rows", 1, 3, 5, {5, 75}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
       {"2d_groups2", 3, 6, 10, {9, 8}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, false, Path::rows},
       {"2d_groups3_nhwc", 1, 9, 12, {7, 9}, {3, 1}, {2, 1}, {1, 1}, {{1, 1}, {0, 0}}, 3, true, Path::gemm},
       // K = 130 * 9 = 1170: two K blocks of the AMX packing; NHWC with whole 32 x 32 C blocks.
@@ -245,8 +254,8 @@ void check(const Case& c, DType dtype, int threads, const std::string& targetCpu
   const std::vector<double> expected = reference(c, x, w);
 
   // The extended grid takes bf16 where vdpbf16ps runs it and AMX does not (the tiles take the
-  // tabled GEMM).
-  const bool bf16Rows = targetCpu.empty() && kernels::hostIsa() == kernels::Isa::avx512bf16;
+  // tabled GEMM), and not at stride 2 (phase planes are f32 only).
+  const bool bf16Rows = targetCpu.empty() && kernels::hostIsa() == kernels::Isa::avx512bf16 && c.strides.back() != 2;
   const Path path = dtype == DType::bf16 && c.path == Path::rows && !bf16Rows ? Path::gemm : c.path;
   const uint64_t before = calls(path);
   const std::vector<double> actual = run(c, dtype, threads, targetCpu, true);
@@ -281,7 +290,7 @@ TEST(ConvKernels, Bf16) {
                            "2d_3x3_s1_7x7_batch2", "2d_3x3_s1_pad", "2d_s2x1_rows_apart",
                            "2d_1x1_nhwc_batch3", "2d_1x1_s2_downsample", "2d_depthwise", "3d_nhwc", "2d_k1170_nchw",
                            "2d_whole_tiles_nhwc", "2d_k576_x_packed_once", "2d_k567_groups2_x_packed_once",
-                           "2d_3x3_s2_wide_rows"})
+                           "2d_3x3_s2_wide_rows", "2d_3x3_s2_even_groups2"})
     check(named(name), DType::bf16, 1, "");
   // On an AMX host the tabled GEMMs above (9 of them) ran on the tiles.
   if (kernels::hostIsa() == kernels::Isa::amx) EXPECT_GE(kernels::convAmxCallCount(), amx + 9);
@@ -291,7 +300,8 @@ TEST(ConvKernels, LowerTargets) {
   const std::vector<Target> ts = targets();
   for (size_t t = 1; t < ts.size(); ++t)
     for (const char* name : {"2d_3x3_s2_batch3", "2d_nhwc_s2", "2d_1x1_batch3", "2d_depthwise", "3d", "2d_3x3_s2_wide_rows",
-                             "2d_3x3_s1_7x7_batch2", "2d_k360_nchw", "2d_s2x1_rows_apart"})
+                             "2d_3x3_s1_7x7_batch2", "2d_k360_nchw", "2d_s2x1_rows_apart", "2d_7x7_s2_stem",
+                             "2d_3x3_s2_even_groups2"})
       check(named(name), DType::f32, 1, ts[t].cpu);
 }
 
@@ -303,6 +313,8 @@ TEST(ConvKernels, TwoThreads) {
       {"split_depthwise", 3, 32, 32, {30, 30}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 32, false, Path::direct},
       // X packed once by both threads: 3 groups x 2 row panels, each thread's panels across a group boundary.
       {"split_x_packed_once_groups3", 1, 192, 30, {14, 13}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 3, false, Path::rows},
+      // Both threads copy phase planes (row pairs split across images), then run the grid.
+      {"split_stride2_phases", 3, 16, 24, {27, 30}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
   };
   for (const Case& c : big) check(c, DType::f32, 2, "");
 }

@@ -64,11 +64,22 @@ constexpr int64_t kConvXPackBytes = int64_t(16) << 20;
 /// since their input strides are ext and 1. Each k's run of columns is then one contiguous run
 /// of the input; the ext - w columns past each row are computed and dropped. The other position
 /// dims (the batch) are `outer` offsets oy into y and oc into c.
+///
+/// Stride 2 reaches the grid through `phases` (planes > 0): the input is first copied, plane
+/// by plane (`plane` elements of `rows` rows `pitch` apart: an image channel), into four phase
+/// planes of (rows + 1) / 2 rows of (pitch + 1) / 2 elements, element (y, x) going to phase
+/// (y % 2, x % 2) at (y / 2, x / 2). g's yK, oy and gy, and ext, are then offsets in the phased
+/// copy, where the output positions read consecutive elements. Only the first `extent` input
+/// elements are read.
+struct ConvPhases {
+  int64_t planes = 0, plane = 0, rows = 0, pitch = 0, extent = 0;
+};
 struct ConvRowsPlan {
   ConvGemmPlan g;
   int64_t outer = 1, h = 1, w = 1, ext = 1;
   const int64_t *oy = nullptr, *oc = nullptr;
   bool overwrite = false;  // C = the convolution (kConvOverwrite), else C += it
+  ConvPhases phases;
 };
 
 /// What the direct kernel folds into C: A * B (convolutions), max(C, A) or C + A (pooling).

@@ -324,6 +324,58 @@ void packRowsPairs(const uint16_t* y, const int64_t* yK, int64_t k, int live, ui
     Cfg::interleave(y + yK[q], q + 1 < k ? y + yK[q + 1] : nullptr, dst, live);
 }
 
+// even[t] = src[2t], odd[t] = src[2t + 1] for the n elements of src; zeros up to `width` in both.
+template <class V>
+void splitEvenOdd(const float* __restrict src, int64_t n, int64_t width, float* __restrict even, float* __restrict odd) {
+  int64_t t = 0;
+  if constexpr (requires(const float* s) { V::loadEvenN(s, 1); }) {
+    for (; 2 * t + 2 * V::W <= n; t += V::W) {
+      V::store(even + t, V::loadEven(src + 2 * t));
+      V::store(odd + t, V::loadEven(src + 2 * t + 1));
+    }
+    if (2 * t < n) {  // 1 to 2W - 1 elements left: masked, zeros past them up to `width`
+      const int ne = static_cast<int>(n - 2 * t + 1) / 2, no = static_cast<int>(n - 2 * t) / 2;
+      const int lanes = static_cast<int>(width - t < V::W ? width - t : V::W);
+      V::storeN(even + t, V::loadEvenN(src + 2 * t, ne), lanes);
+      V::storeN(odd + t, no > 0 ? V::loadEvenN(src + 2 * t + 1, no) : V::zero(), lanes);
+      t += lanes;
+    }
+  }
+  for (; 2 * t + 1 < n; ++t) even[t] = src[2 * t], odd[t] = src[2 * t + 1];
+  if (2 * t < n) even[t] = src[2 * t], odd[t] = 0, ++t;
+  for (; t < width; ++t) even[t] = odd[t] = 0;
+}
+
+// ConvRowsPlan::phases (f32): the first `extent` elements of y, plane by plane, into phase
+// planes, split among threads by input row pair.
+template <class V>
+const float* convPhaseCopy(const radix::kernels::ConvPhases& ph, const float* y, int threads, Scratch& storage) {
+  const int64_t pitch2 = (ph.pitch + 1) / 2, rows2 = (ph.rows + 1) / 2, sub = rows2 * pitch2;
+  float* dst = static_cast<float*>(storage.get(static_cast<size_t>(ph.planes * 4 * sub) * sizeof(float)));
+  auto copy = [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {  // u: an input row pair of one plane
+      const int64_t i = u / rows2, yr = u % rows2 * 2;
+      for (int q = 0; q < 2; ++q) {
+        float* even = dst + i * 4 * sub + q * 2 * sub + yr / 2 * pitch2;
+        const int64_t at = i * ph.plane + (yr + q) * ph.pitch;
+        const int64_t n = yr + q >= ph.rows || at >= ph.extent ? 0 : ph.extent - at < ph.pitch ? ph.extent - at : ph.pitch;
+        splitEvenOdd<V>(y + at, n, pitch2, even, even + sub);
+      }
+    }
+  };
+  const int64_t units = ph.planes * rows2;
+  if (threads <= 1 || units < 2) {
+    copy(0, units);
+  } else {
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      copy(units * t / nt, units * (t + 1) / nt);
+    }
+  }
+  return dst;
+}
+
 // The extended-grid convolution (conv.h's ConvRowsPlan): X packed once; f32 inputs read in
 // place, bf16 ones interleaved into pairs per tile (contiguous runs: no gather). A unit is NR
 // columns of one outer index in one group, against every row panel of X: its input lines stay
@@ -334,9 +386,11 @@ void convRows(const ConvRowsPlan& p, int threads) {
   using PackT = typename Cfg::PackT;
   constexpr int MR = Cfg::MR, NV = Cfg::NV, NR = Cfg::NR, P = Cfg::kPair;
   constexpr Elem E = P == 2 ? Elem::bf16 : Elem::f32;
-  const ConvGemmPlan& g = p.g;
-  Scratch storage;
+  ConvGemmPlan g = p.g;
+  Scratch storage, phased;
   const PackT* xPre = convPackXWhole<Cfg, E>(g, threads, storage);
+  if constexpr (P == 1)
+    if (p.phases.planes > 0) g.y = convPhaseCopy<V>(p.phases, static_cast<const float*>(g.y), threads, phased);
   const int64_t kp = (g.k + P - 1) / P * P;
   const int64_t cols = (p.h - 1) * p.ext + p.w, tiles = (cols + NR - 1) / NR, panels = (g.m + MR - 1) / MR;
   auto unit = [&](int64_t u) {

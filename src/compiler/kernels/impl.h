@@ -45,16 +45,18 @@ inline typename V::R loadEN(const void* p, int n) {
   if constexpr (E == Elem::f16) return V::loadF16N(static_cast<const uint16_t*>(p), n);
 }
 
-// Thread-local, 64-byte aligned scratch that only grows.
+// 64-byte aligned scratch that only grows (a call's or a thread's). Its blocks come from the
+// allocator of compiled code (runtime/alloc.cpp), whose pool keeps large freed blocks: a call's
+// megabytes of packed panels are not an mmap and page faults every time.
 struct Scratch {
   void* data = nullptr;
   size_t size = 0;
-  ~Scratch() { std::free(data); }
+  ~Scratch() { _mlir_memref_to_llvm_free(data); }
   void* get(size_t bytes) {
     if (bytes > size) {
-      std::free(data);
+      _mlir_memref_to_llvm_free(data);
       size = (bytes + 4095) & ~size_t(4095);
-      data = std::aligned_alloc(64, size);
+      data = _mlir_memref_to_llvm_aligned_alloc(64, size);
     }
     return data;
   }

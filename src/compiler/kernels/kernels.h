@@ -57,4 +57,7 @@ void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bBase, int64_
 /// Zeroes `bytes` bytes at base + offset (bytes): what a zero linalg.fill of a contiguous buffer
 /// becomes. Large buffers are split across threads (0: one per core), so first touches are too.
 void radix_kernel_zero(int64_t base, int64_t offset, int64_t bytes, int64_t threads);
+/// The allocator of compiled code (runtime/alloc.cpp), which the kernels' scratch shares.
+void* _mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size);
+void _mlir_memref_to_llvm_free(void* block);
 }
