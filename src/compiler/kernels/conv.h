@@ -51,6 +51,7 @@ struct ConvGemmPlan {
   int64_t m = 0, n = 0, k = 0;
   const int64_t *xRow = nullptr, *xK = nullptr, *yK = nullptr, *yCol = nullptr, *cRow = nullptr, *cCol = nullptr;
   const int32_t *yRun = nullptr, *yStep = nullptr;
+  bool overwrite = false;  // C holds no values yet: each tile is zeroed, in cache, before its first K block
 };
 
 /// X packed whole for a call (every group, all of K) at most this large.

@@ -326,8 +326,11 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   GridTables grid;
   ConvRowsPlan rows;
   const bool onGrid = tabled && rowsPlan(p, plan, run, grid, rows);
-  // Every path but the extended grid adds to C.
-  if (overwrite && !onGrid) zeroOutput(p);
+  // The extended grid and the tabled GEMM (but on AMX tiles) write C where it is empty; the
+  // other paths add to it.
+  const bool amxTiles = run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16;
+  plan.overwrite = overwrite && tabled && !onGrid && !amxTiles;
+  if (overwrite && !onGrid && !plan.overwrite) zeroOutput(p);
   ConvPath path;
   if (plain) {
     path = ConvPath::plain;
@@ -362,7 +365,7 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
       runConvRowsX86_64(rows, t);
   } else {
     path = ConvPath::gemm;
-    if (run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16) {
+    if (amxTiles) {
       runConvGemmAmx(plan, t);
       amxCalls.fetch_add(1, std::memory_order_relaxed);
     } else if (run >= Isa::avx512bf16)

@@ -157,6 +157,18 @@ int64_t convColumnBlock(int64_t kp, int64_t ncMax) {
   return ncFit < Cfg::NR ? Cfg::NR : ncFit > ncMax ? ncMax : ncFit;
 }
 
+// C[r * scm + q * scn] = 0 for r < mr, q < nr.
+inline void zeroTile(float* c, int64_t scm, int64_t scn, int mr, int nr) {
+  for (int r = 0; r < mr; ++r) {
+    float* row = c + r * scm;
+    if (scn == 1) {
+      std::memset(row, 0, sizeof(float) * static_cast<size_t>(nr));
+    } else {
+      for (int q = 0; q < nr; ++q) row[q * scn] = 0;
+    }
+  }
+}
+
 // xPre: X of every group packed whole (convPrepackX's layout), or null to pack it per block.
 template <class Cfg, Elem EX, Elem EY>
 void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
@@ -196,14 +208,19 @@ void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_
             const int64_t i = ic + ir;
             int64_t rowStep;
             if (colsRegular && regularStep(g.cRow + i, int64_t(mr), rowStep)) {
+              if (g.overwrite && pc == 0) zeroTile(c + g.cRow[i] + g.cCol[j], rowStep, colStep, mr, nr);
               Cfg::micro(kcp / P, xBlock + (ir / MR) * xPanel, bp + jr * kcp, c + g.cRow[i] + g.cCol[j], rowStep, colStep, mr,
                          nr);
               continue;
             }
             alignas(64) float tile[MR * NR] = {};
             Cfg::micro(kcp / P, xBlock + (ir / MR) * xPanel, bp + jr * kcp, tile, NR, 1, mr, nr);
+            const bool set = g.overwrite && pc == 0;
             for (int r = 0; r < mr; ++r)
-              for (int q = 0; q < nr; ++q) c[g.cRow[i + r] + g.cCol[j + q]] += tile[r * NR + q];
+              for (int q = 0; q < nr; ++q) {
+                float& to = c[g.cRow[i + r] + g.cCol[j + q]];
+                to = set ? tile[r * NR + q] : to + tile[r * NR + q];
+              }
           }
         }
       }
