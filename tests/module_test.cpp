@@ -403,7 +403,7 @@ TEST(Module, WhileLoopCarriesItsStateInPlace) {
   }
 }
 
-// A result buffer of 1 MiB or more goes back to a pool when its tensor dies, and the next
+// A result buffer of 64 KiB or more goes back to a pool when its tensor dies, and the next
 // result of the same size takes it: no fresh mapping and page faults per call.
 TEST(Module, LargeResultBuffersAreReused) {
 #if defined(__has_feature)

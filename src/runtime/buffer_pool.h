@@ -22,7 +22,7 @@ namespace radix::detail {
 /// One pool serves the runtime's buffers (host.cpp) and compiled code's (alloc.cpp).
 class BufferPool {
  public:
-  static constexpr size_t kMinBytes = size_t(1) << 20;
+  static constexpr size_t kMinBytes = size_t(64) << 10;
   static constexpr size_t kMaxKeptBytes = size_t(1) << 30;
 
   void* take(size_t bytes) {
