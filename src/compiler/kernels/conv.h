@@ -71,9 +71,10 @@ constexpr int64_t kConvXPackBytes = int64_t(16) << 20;
 /// planes of (rows + 1) / 2 rows of (pitch + 1) / 2 elements, element (y, x) going to phase
 /// (y % 2, x % 2) at (y / 2, x / 2). g's yK, oy and gy, and ext, are then offsets in the phased
 /// copy, where the output positions read consecutive elements. Only the first `extent` input
-/// elements are read.
+/// elements are read. With outerPlanes > 0, each outer index reads its own `outerPlanes` planes
+/// from oy's, and they are copied just before its tiles run (in cache, not a whole batch ahead).
 struct ConvPhases {
-  int64_t planes = 0, plane = 0, rows = 0, pitch = 0, extent = 0;
+  int64_t planes = 0, plane = 0, rows = 0, pitch = 0, extent = 0, outerPlanes = 0;
 };
 struct ConvRowsPlan {
   ConvGemmPlan g;

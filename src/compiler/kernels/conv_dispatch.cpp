@@ -232,11 +232,17 @@ bool phasePlan(const ConvProblem& p, const ConvGemmPlan& g, const std::vector<Co
     const int64_t o = g.yK[i], y = o % plane / pitch, x = o % pitch;
     t.yK[static_cast<size_t>(i)] = o / plane * 4 * sub + (y % 2 * 2 + x % 2) * sub + y / 2 * pitch2 + x / 2;
   }
+  // Batch images (planes apart that one image's window does not reach) are copied one by one.
+  const int64_t outerPlanes = (extent - maxOuter + plane - 1) / plane;
+  std::vector<int64_t> starts = t.oy;
+  std::sort(starts.begin(), starts.end());
+  bool apart = starts.size() > 1;
+  for (size_t i = 1; i < starts.size(); ++i) apart = apart && starts[i] - starts[i - 1] >= outerPlanes * plane;
   for (int64_t& o : t.oy) o = o / plane * 4 * sub;
   r.g.yK = t.yK.data();
   r.g.gy = gy / plane * 4 * sub;
   r.ext = pitch2;
-  r.phases = {(extent + plane - 1) / plane, plane, rows, pitch, extent};
+  r.phases = {(extent + plane - 1) / plane, plane, rows, pitch, extent, apart ? outerPlanes : 0};
   return true;
 }
 

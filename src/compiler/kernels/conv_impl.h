@@ -363,34 +363,20 @@ void splitEvenOdd(const float* __restrict src, int64_t n, int64_t width, float* 
   for (; t < width; ++t) even[t] = odd[t] = 0;
 }
 
-// ConvRowsPlan::phases (f32): the first `extent` elements of y, plane by plane, into phase
-// planes, split among threads by input row pair.
+// ConvRowsPlan::phases (f32): input row pairs [u0, u1) (pair u: rows 2 (u % rows2) and the next
+// of plane u / rows2) into their phase planes at dst, within the first `extent` elements of y.
 template <class V>
-const float* convPhaseCopy(const radix::kernels::ConvPhases& ph, const float* y, int threads, Scratch& storage) {
+void convPhaseCopy(const radix::kernels::ConvPhases& ph, const float* y, float* dst, int64_t u0, int64_t u1) {
   const int64_t pitch2 = (ph.pitch + 1) / 2, rows2 = (ph.rows + 1) / 2, sub = rows2 * pitch2;
-  float* dst = static_cast<float*>(storage.get(static_cast<size_t>(ph.planes * 4 * sub) * sizeof(float)));
-  auto copy = [&](int64_t u0, int64_t u1) {
-    for (int64_t u = u0; u < u1; ++u) {  // u: an input row pair of one plane
-      const int64_t i = u / rows2, yr = u % rows2 * 2;
-      for (int q = 0; q < 2; ++q) {
-        float* even = dst + i * 4 * sub + q * 2 * sub + yr / 2 * pitch2;
-        const int64_t at = i * ph.plane + (yr + q) * ph.pitch;
-        const int64_t n = yr + q >= ph.rows || at >= ph.extent ? 0 : ph.extent - at < ph.pitch ? ph.extent - at : ph.pitch;
-        splitEvenOdd<V>(y + at, n, pitch2, even, even + sub);
-      }
-    }
-  };
-  const int64_t units = ph.planes * rows2;
-  if (threads <= 1 || units < 2) {
-    copy(0, units);
-  } else {
-#pragma omp parallel num_threads(threads)
-    {
-      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      copy(units * t / nt, units * (t + 1) / nt);
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t i = u / rows2, yr = u % rows2 * 2;
+    for (int q = 0; q < 2; ++q) {
+      float* even = dst + i * 4 * sub + q * 2 * sub + yr / 2 * pitch2;
+      const int64_t at = i * ph.plane + (yr + q) * ph.pitch;
+      const int64_t n = yr + q >= ph.rows || at >= ph.extent ? 0 : ph.extent - at < ph.pitch ? ph.extent - at : ph.pitch;
+      splitEvenOdd<V>(y + at, n, pitch2, even, even + sub);
     }
   }
-  return dst;
 }
 
 // The extended-grid convolution (conv.h's ConvRowsPlan): X packed once; f32 inputs read in
@@ -406,8 +392,10 @@ void convRows(const ConvRowsPlan& p, int threads) {
   ConvGemmPlan g = p.g;
   Scratch storage, phased;
   const PackT* xPre = convPackXWhole<Cfg, E>(g, threads, storage);
-  if constexpr (P == 1)
-    if (p.phases.planes > 0) g.y = convPhaseCopy<V>(p.phases, static_cast<const float*>(g.y), threads, phased);
+  const radix::kernels::ConvPhases& ph = p.phases;
+  const int64_t rows2 = (ph.rows + 1) / 2, sub = rows2 * ((ph.pitch + 1) / 2);
+  float* copyTo = ph.planes > 0 ? static_cast<float*>(phased.get(sizeof(float) * static_cast<size_t>(ph.planes * 4 * sub))) : nullptr;
+  if (copyTo) g.y = copyTo;
   const int64_t kp = (g.k + P - 1) / P * P;
   const int64_t cols = (p.h - 1) * p.ext + p.w, tiles = (cols + NR - 1) / NR, panels = (g.m + MR - 1) / MR;
   auto unit = [&](int64_t u) {
@@ -454,15 +442,34 @@ void convRows(const ConvRowsPlan& p, int threads) {
       }
     }
   };
+  // Thread t of nt: its share of the phase copy (all of it first, or each outer index's just
+  // before that index's tiles), then of the tiles.
   const int64_t units = g.groups * p.outer * tiles;
+  auto work = [&](int64_t t, int64_t nt) {
+    const auto copy = [&](int64_t u0, int64_t u1) {
+      if constexpr (P == 1) {
+        const int64_t n = u1 - u0;
+        convPhaseCopy<V>(ph, static_cast<const float*>(p.g.y), copyTo, u0 + n * t / nt, u0 + n * (t + 1) / nt);
+      }
+#pragma omp barrier
+    };
+    if (ph.planes > 0 && ph.outerPlanes > 0) {
+      for (int64_t o = 0; o < p.outer; ++o) {
+        const int64_t i0 = p.oy[o] / (4 * sub), i1 = i0 + ph.outerPlanes < ph.planes ? i0 + ph.outerPlanes : ph.planes;
+        copy(i0 * rows2, i1 * rows2);
+        const int64_t n = g.groups * tiles;
+        for (int64_t v = n * t / nt; v < n * (t + 1) / nt; ++v) unit((v / tiles * p.outer + o) * tiles + v % tiles);
+      }
+      return;
+    }
+    if (ph.planes > 0) copy(0, ph.planes * rows2);
+    for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) unit(u);
+  };
   if (threads <= 1 || units < 2) {
-    for (int64_t u = 0; u < units; ++u) unit(u);
+    work(0, 1);
   } else {
 #pragma omp parallel num_threads(threads)
-    {
-      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) unit(u);
-    }
+    work(omp_get_thread_num(), omp_get_num_threads());
   }
 }
 
