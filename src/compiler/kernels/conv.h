@@ -59,8 +59,8 @@ constexpr int64_t kConvXPackBytes = int64_t(16) << 20;
 
 /// The extended-grid convolution (C's positions along the GEMM's columns, read from the input
 /// in place, without a gather: f32, and bf16 on avx512bf16 hosts, whose pairs are interleaved
-/// per tile). g is the tabled plan (X the kernel, Y the input); its column
-/// tables are not read. The last two position dims (h rows of w) sit on a grid whose rows are
+/// per tile). g is the tabled plan (X the kernel, Y the input) without its column tables
+/// (n = 0, no yCol, cCol, yRun, yStep). The last two position dims (h rows of w) sit on a grid whose rows are
 /// `ext` columns apart: position (r, s) is column r * ext + s and reads y[yK[k] + r * ext + s],
 /// since their input strides are ext and 1. Each k's run of columns is then one contiguous run
 /// of the input; the ext - w columns past each row are computed and dropped. The other position

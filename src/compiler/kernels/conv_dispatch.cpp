@@ -136,21 +136,38 @@ struct GemmTables {
 };
 
 // The tabled GEMM's plan. The GEMM's columns are C's unit-stride side: the output features
-// (NHWC) or the output positions (NCHW, X is then the kernel and Y the gathered input).
-ConvGemmPlan gemmPlan(const ConvProblem& p, GemmTables& t) {
+// (NHWC) or the output positions (NCHW, X is then the kernel and Y the gathered input). Its
+// column tables (yCol, cCol, yRun, yStep: one entry per output position of the whole batch)
+// come from gemmColumns, only where the tabled GEMM runs: the extended grid does not read them.
+bool swapsOperands(const ConvProblem& p) {
   bool swap = false;
   for (int i = 0; i < p.nm; ++i) swap = swap || (p.m[i].sc == 1 && p.m[i].size > 1);
   for (int i = 0; i < p.nn; ++i)
     if (p.n[i].sc == 1 && p.n[i].size > 1) swap = false;
-  const std::vector<ConvDim> md = sortedBy(p.m, p.nm, &ConvDim::sc), nd = sortedBy(p.n, p.nn, &ConvDim::sc);
-  const std::vector<ConvDim>& rows = swap ? nd : md;
-  const std::vector<ConvDim>& cols = swap ? md : nd;
+  return swap;
+}
+
+ConvGemmPlan gemmPlan(const ConvProblem& p, GemmTables& t) {
+  const bool swap = swapsOperands(p);
+  const std::vector<ConvDim> rows = sortedBy(swap ? p.n : p.m, swap ? p.nn : p.nm, &ConvDim::sc);
   int64_t ConvDim::*xs = swap ? &ConvDim::sb : &ConvDim::sa;
   int64_t ConvDim::*ys = swap ? &ConvDim::sa : &ConvDim::sb;
   const std::vector<ConvDim> kd = sortedBy(p.k, p.nk, ys);
   t.xRow = offsetTable(rows, xs), t.cRow = offsetTable(rows, &ConvDim::sc);
-  t.yCol = offsetTable(cols, ys), t.cCol = offsetTable(cols, &ConvDim::sc);
   t.xK = offsetTable(kd, xs), t.yK = offsetTable(kd, ys);
+  ConvGemmPlan g;
+  g.x = swap ? p.b : p.a, g.y = swap ? p.a : p.b, g.c = p.c;
+  g.xType = swap ? p.bType : p.aType, g.yType = swap ? p.aType : p.bType;
+  g.groups = p.group.size, g.gx = p.group.*xs, g.gy = p.group.*ys, g.gc = p.group.sc;
+  g.m = static_cast<int64_t>(t.xRow.size()), g.k = static_cast<int64_t>(t.xK.size());
+  g.xRow = t.xRow.data(), g.xK = t.xK.data(), g.yK = t.yK.data(), g.cRow = t.cRow.data();
+  return g;
+}
+
+void gemmColumns(const ConvProblem& p, GemmTables& t, ConvGemmPlan& g) {
+  const bool swap = swapsOperands(p);
+  const std::vector<ConvDim> cols = sortedBy(swap ? p.m : p.n, swap ? p.nm : p.nn, &ConvDim::sc);
+  t.yCol = offsetTable(cols, swap ? &ConvDim::sa : &ConvDim::sb), t.cCol = offsetTable(cols, &ConvDim::sc);
   // Runs of equally spaced columns (a row of output positions at stride s reads every s-th
   // input element), longest from each column on.
   const size_t n = t.yCol.size();
@@ -163,14 +180,8 @@ ConvGemmPlan gemmPlan(const ConvProblem& p, GemmTables& t) {
       t.yStep[i] = static_cast<int32_t>(d);
     }
   }
-  ConvGemmPlan g;
-  g.x = swap ? p.b : p.a, g.y = swap ? p.a : p.b, g.c = p.c;
-  g.xType = swap ? p.bType : p.aType, g.yType = swap ? p.aType : p.bType;
-  g.groups = p.group.size, g.gx = p.group.*xs, g.gy = p.group.*ys, g.gc = p.group.sc;
-  g.m = static_cast<int64_t>(t.xRow.size()), g.n = static_cast<int64_t>(t.yCol.size()), g.k = static_cast<int64_t>(t.xK.size());
-  g.xRow = t.xRow.data(), g.xK = t.xK.data(), g.yK = t.yK.data(), g.yCol = t.yCol.data();
-  g.cRow = t.cRow.data(), g.cCol = t.cCol.data(), g.yRun = t.yRun.data(), g.yStep = t.yStep.data();
-  return g;
+  g.n = static_cast<int64_t>(n);
+  g.yCol = t.yCol.data(), g.cCol = t.cCol.data(), g.yRun = t.yRun.data(), g.yStep = t.yStep.data();
 }
 
 // C = 0 over the convolution's output (the group, M and N dims), in runs where C's unit-stride
@@ -218,19 +229,34 @@ bool phasePlan(const ConvProblem& p, const ConvGemmPlan& g, const std::vector<Co
     if (d.sa < 0 || d.sa % plane != 0) return false;
   if (gy < 0 || gy % plane != 0) return false;
   const int64_t rows = plane / pitch, sub = (rows + 1) / 2 * pitch2;
+  // Each tap as (plane, row, column), summed over the K dims in yK's order (gemmPlan's): one
+  // division per dim, not per tap. A row or column past the plane's would be a carry: refused.
+  struct Tap {
+    int64_t i, y, x;
+  };
+  std::vector<Tap> taps{{0, 0, 0}};
+  for (const ConvDim& d : sortedBy(p.k, p.nk, &ConvDim::sa)) {
+    if (d.sa < 0) return false;
+    const Tap step{d.sa / plane, d.sa % plane / pitch, d.sa % pitch};
+    std::vector<Tap> next;
+    next.reserve(taps.size() * static_cast<size_t>(d.size));
+    for (const Tap& a : taps)
+      for (int64_t j = 0; j < d.size; ++j) next.push_back({a.i + j * step.i, a.y + j * step.y, a.x + j * step.x});
+    taps.swap(next);
+  }
+  if (static_cast<int64_t>(taps.size()) != g.k) return false;
   int used = 0;
-  for (int64_t i = 0; i < g.k; ++i) {
-    const int64_t y = g.yK[i] % plane / pitch, x = g.yK[i] % pitch;
-    if (x + 2 * (w.size - 1) >= pitch || y + 2 * (h.size - 1) >= rows) return false;
-    used |= 1 << (y % 2 * 2 + x % 2);
+  for (const Tap& a : taps) {
+    if (a.x + 2 * (w.size - 1) >= pitch || a.y + 2 * (h.size - 1) >= rows) return false;
+    used |= 1 << (a.y % 2 * 2 + a.x % 2);
   }
   // A kernel narrower than the stride (1x1) reads a quarter of the copy: gathering its
   // positions into the tabled GEMM's panels is cheaper (1x1 s2 at 56x56: 157 -> 183 GFLOP/s).
   if (used != 0xf) return false;
-  t.yK.resize(static_cast<size_t>(g.k));
-  for (int64_t i = 0; i < g.k; ++i) {
-    const int64_t o = g.yK[i], y = o % plane / pitch, x = o % pitch;
-    t.yK[static_cast<size_t>(i)] = o / plane * 4 * sub + (y % 2 * 2 + x % 2) * sub + y / 2 * pitch2 + x / 2;
+  t.yK.resize(taps.size());
+  for (size_t i = 0; i < taps.size(); ++i) {
+    const Tap& a = taps[i];
+    t.yK[i] = a.i * 4 * sub + (a.y % 2 * 2 + a.x % 2) * sub + a.y / 2 * pitch2 + a.x / 2;
   }
   // Batch images (planes apart that one image's window does not reach) are copied one by one.
   const int64_t outerPlanes = (extent - maxOuter + plane - 1) / plane;
@@ -332,6 +358,7 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   GridTables grid;
   ConvRowsPlan rows;
   const bool onGrid = tabled && rowsPlan(p, plan, run, grid, rows);
+  if (tabled && !onGrid) gemmColumns(p, tables, plan);
   // The extended grid and the tabled GEMM (but on AMX tiles) write C where it is empty; the
   // other paths add to it.
   const bool amxTiles = run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16;
