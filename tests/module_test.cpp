@@ -403,6 +403,50 @@ TEST(Module, WhileLoopCarriesItsStateInPlace) {
   }
 }
 
+// A result whose unit dims were folded away (a {1, c, h, w} convolution computes {c, h, w}) is
+// computed in its out-parameter through the inverse reshape, not in a temporary copied there.
+// A temporary also read after its copy (the second result) keeps the copy; both stay right.
+TEST(Module, ReshapedResultsAreWrittenInPlace) {
+  const PassDump dump("radix_reshaped_results", "convert-linalg-to-loops");
+  const radix::Platform platform = cpu().withOptions(dump.options);
+  std::vector<float> xv(4 * 10 * 10), wv(6 * 4 * 3 * 3);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i % 7) - 3;
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
+  const Tensor x = Tensor::fromValues(platform, Shape({1, 4, 10, 10}, DType::f32), xv);
+  const Tensor w = Tensor::fromValues(platform, Shape({6, 4, 3, 3}, DType::f32), wv);
+  Tensor::ConvOptions o;
+  o.strides = {2, 2};
+  o.padding = {{1, 1}, {1, 1}};
+  // The reference: the same convolution, computed by hand.
+  std::vector<float> expected(6 * 5 * 5, 0.f);
+  for (int k = 0; k < 6; ++k)
+    for (int r = 0; r < 5; ++r)
+      for (int c = 0; c < 5; ++c)
+        for (int ci = 0; ci < 4; ++ci)
+          for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+              const int y = 2 * r + i - 1, xx = 2 * c + j - 1;
+              if (y >= 0 && y < 10 && xx >= 0 && xx < 10)
+                expected[(k * 5 + r) * 5 + c] += xv[(ci * 10 + y) * 10 + xx] * wv[((k * 4 + ci) * 3 + i) * 3 + j];
+            }
+  {
+    Tensor y = radix::testing::compileAndCall(platform, [o](const Tensor& a, const Tensor& k) { return a.conv2d(k, o); }, x, w);
+    radix::testing::expectClose(y, expected, 1e-4);
+    std::string ir;
+    for (const std::string& text : dump.texts()) ir += text;
+    ASSERT_NE(ir.find("radix_kernel_conv"), std::string::npos) << ir;
+    EXPECT_EQ(count(ir, "outs(%arg2"), 0u) << "the result is copied into its out-parameter:\n" << ir;
+  }
+  auto both = [o](const Tensor& a, const Tensor& k) {
+    const Tensor y = a.conv2d(k, o);
+    return std::make_pair(y, y.mulConstant(2));
+  };
+  auto [y, twice] = radix::testing::compileAndCall(platform, both, x, w);
+  radix::testing::expectClose(y, expected, 1e-4);
+  for (float& v : expected) v *= 2;
+  radix::testing::expectClose(twice, expected, 2e-4);
+}
+
 // A result buffer of 64 KiB or more goes back to a pool when its tensor dies, and the next
 // result of the same size takes it: no fresh mapping and page faults per call.
 TEST(Module, LargeResultBuffersAreReused) {

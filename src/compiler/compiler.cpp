@@ -559,6 +559,64 @@ void dropDonatedSelfCopies(mlir::ModuleOp module, const Signature& signature,
   for (mlir::Operation* op : dead) op->erase();
 }
 
+// A result computed into a temporary and copied into its out-parameter through a reshape (unit
+// dims folded away: a {1, c, h, w} convolution computes {c, h, w}) is computed in the
+// out-parameter itself, seen through the inverse reshape. buffer-results-to-out-params'
+// hoist-static-allocs does this only for a temporary returned as it is. Only fresh
+// out-parameters (radix.fresh_outputs_after: nothing donated) that nothing else touches, and
+// temporaries whose every use, through views, comes before the copy.
+void writeReshapedResultsInPlace(mlir::ModuleOp module) {
+  auto main = module.lookupSymbol<mlir::func::FuncOp>(kEntry);
+  if (!main || main.isExternal()) return;
+  auto fresh = main->getAttrOfType<mlir::IntegerAttr>("radix.fresh_outputs_after");
+  if (!fresh) return;
+  mlir::Block& body = main.getBody().front();
+  std::vector<mlir::memref::CopyOp> copies;
+  for (mlir::Operation& op : body)
+    if (auto copy = mlir::dyn_cast<mlir::memref::CopyOp>(op)) copies.push_back(copy);
+  for (mlir::memref::CopyOp copy : copies) {
+    auto dst = mlir::dyn_cast<mlir::BlockArgument>(copy.getTarget());
+    if (!dst || dst.getOwner() != &body || dst.getArgNumber() < fresh.getInt() || !dst.hasOneUse()) continue;
+    if (!mlir::cast<mlir::MemRefType>(dst.getType()).getLayout().isIdentity()) continue;
+    mlir::Operation* reshape = copy.getSource().getDefiningOp();
+    if (!reshape || !mlir::isa<mlir::memref::ExpandShapeOp, mlir::memref::CollapseShapeOp>(reshape) ||
+        !reshape->getResult(0).hasOneUse())
+      continue;
+    auto alloc = reshape->getOperand(0).getDefiningOp<mlir::memref::AllocOp>();
+    if (!alloc || alloc->getBlock() != &body || !alloc.getDynamicSizes().empty() || !alloc.getType().getLayout().isIdentity())
+      continue;
+    std::vector<mlir::Operation*> deallocs;
+    std::vector<mlir::Value> aliases{alloc.getResult()};
+    bool safe = true;
+    for (size_t i = 0; i < aliases.size() && safe; ++i)
+      for (mlir::Operation* user : aliases[i].getUsers()) {
+        if (user == reshape) continue;
+        if (mlir::isa<mlir::memref::DeallocOp>(user)) {
+          deallocs.push_back(user);
+        } else if (auto view = mlir::dyn_cast<mlir::ViewLikeOpInterface>(user); view && view.getViewSource() == aliases[i]) {
+          aliases.push_back(user->getResult(0));
+        } else {
+          mlir::Operation* at = body.findAncestorOpInBlock(*user);
+          safe = at && at->isBeforeInBlock(copy);
+        }
+        if (!safe) break;
+      }
+    if (!safe) continue;
+    mlir::OpBuilder b(alloc);
+    mlir::Value view;
+    if (auto expand = mlir::dyn_cast<mlir::memref::ExpandShapeOp>(reshape))
+      view = mlir::memref::CollapseShapeOp::create(b, alloc.getLoc(), alloc.getType(), dst, expand.getReassociationIndices());
+    else
+      view = mlir::memref::ExpandShapeOp::create(b, alloc.getLoc(), alloc.getType(), dst,
+                                                 mlir::cast<mlir::memref::CollapseShapeOp>(reshape).getReassociationIndices());
+    for (mlir::Operation* d : deallocs) d->erase();
+    copy->erase();
+    reshape->erase();
+    alloc.getResult().replaceAllUsesWith(view);
+    alloc->erase();
+  }
+}
+
 }  // namespace
 
 void dropFusionBarriers(mlir::Operation* root) {
@@ -710,6 +768,7 @@ CompiledCode compileModuleHere(mlir::ModuleOp module, const std::string& moduleT
     writeLoopStateInPlace(*lowered);
     runPipeline(kBufferizePipeline, "bufferization");
     dropDonatedSelfCopies(*lowered, signature, resultAlias);
+    if (!cuda) writeReshapedResultsInPlace(*lowered);
     if (cuda) {
       lowerForCuda(*lowered, std::string(platform.target()), runPipeline);
     } else {
