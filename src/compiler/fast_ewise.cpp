@@ -48,7 +48,7 @@ constexpr const char* kEntryName = "radix_entry";
 constexpr const char* kFreshOutputsAttr = "radix.fresh_outputs_after";
 // A row tile holds about this many elements (rows of fewer elements are grouped).
 constexpr int64_t kRowTileElements = 2048;
-// As compiler.cpp's kMinParallelIterations: fewer iterations run serially even with threads.
+// As module_rewrites.cpp's kMinParallelIterations: fewer iterations run serially even with threads.
 constexpr int64_t kMinParallelRowIterations = 1 << 15;
 
 bool isRowFusable(mlir::linalg::LinalgOp op) {
