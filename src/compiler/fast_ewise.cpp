@@ -17,6 +17,7 @@
 
 #include "compiler/kernels/conv_lower.h"
 #include "compiler/kernels/quant/lower_quant.h"
+#include "compiler/module_rewrites.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -42,10 +43,6 @@ namespace radix::detail {
 
 namespace {
 
-constexpr const char* kEntryName = "radix_entry";
-// Set on @radix_entry before bufferization: the number of its (tensor) arguments when none of
-// them is donated, i.e. when every out-parameter added later is a fresh buffer.
-constexpr const char* kFreshOutputsAttr = "radix.fresh_outputs_after";
 // A row tile holds about this many elements (rows of fewer elements are grouped).
 constexpr int64_t kRowTileElements = 2048;
 // As module_rewrites.cpp's kMinParallelIterations: fewer iterations run serially even with threads.
@@ -88,7 +85,7 @@ void markReductionsReassociable(mlir::func::FuncOp fn) {
 
 /// Non-donated arguments of the entry (read-only or fresh) cannot alias each other or anything else.
 void markEntryNoalias(mlir::func::FuncOp fn) {
-  if (fn.getSymName() != kEntryName) return;
+  if (fn.getSymName() != kEntry) return;
   mlir::Builder b(fn.getContext());
   bool anyDonated = false;
   for (unsigned a = 0; a < fn.getNumArguments(); ++a) {
@@ -661,7 +658,7 @@ struct LowerRowsPass : mlir::PassWrapper<LowerRowsPass, mlir::OperationPass<mlir
   void runOnOperation() override {
     mlir::func::FuncOp fn = getOperation();
     mlir::Builder b(fn.getContext());
-    if (fn.getSymName() == kEntryName) {
+    if (fn.getSymName() == kEntry) {
       auto fresh = fn->getAttrOfType<mlir::IntegerAttr>(kFreshOutputsAttr);
       for (unsigned a = 0; a < fn.getNumArguments(); ++a) {
         const bool mark = fn.getArgAttr(a, "radix.noalias") || (fresh && a >= fresh.getInt());

@@ -315,12 +315,12 @@ void dropDonatedSelfCopies(mlir::ModuleOp module, const Signature& signature,
 // dims folded away: a {1, c, h, w} convolution computes {c, h, w}) is computed in the
 // out-parameter itself, seen through the inverse reshape. buffer-results-to-out-params'
 // hoist-static-allocs does this only for a temporary returned as it is. Only fresh
-// out-parameters (radix.fresh_outputs_after: nothing donated) that nothing else touches, and
+// out-parameters (kFreshOutputsAttr: nothing donated) that nothing else touches, and
 // temporaries whose every use, through views, comes before the copy.
 void writeReshapedResultsInPlace(mlir::ModuleOp module) {
   auto main = module.lookupSymbol<mlir::func::FuncOp>(kEntry);
   if (!main || main.isExternal()) return;
-  auto fresh = main->getAttrOfType<mlir::IntegerAttr>("radix.fresh_outputs_after");
+  auto fresh = main->getAttrOfType<mlir::IntegerAttr>(kFreshOutputsAttr);
   if (!fresh) return;
   mlir::Block& body = main.getBody().front();
   std::vector<mlir::memref::CopyOp> copies;

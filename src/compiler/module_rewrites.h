@@ -17,6 +17,9 @@ namespace radix::detail {
 /// and LLVM's special treatment of that name.
 inline constexpr const char* kTracedEntry = "main";
 inline constexpr const char* kEntry = "radix_entry";
+/// Set on @radix_entry before bufferization (fast_ewise.cpp): the number of its (tensor)
+/// arguments when none of them is donated, i.e. when every out-parameter added later is fresh.
+inline constexpr const char* kFreshOutputsAttr = "radix.fresh_outputs_after";
 
 // Before bufferization.
 /// @main -> @radix_entry with donated arguments written in place; returns, per result, -1 or the

@@ -10,6 +10,7 @@
 
 #include "runtime/cache.h"
 #include "compiler/compiler.h"
+#include "compiler/module_rewrites.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,7 +37,6 @@ namespace radix::detail {
 namespace {
 
 constexpr const char* kGrid = "radix_grid";
-constexpr const char* kMain = "main";
 
 mlir::Value shardingOf(mlir::OpBuilder& b, mlir::Location loc, const Shape& shape, const std::string& what) {
   mlir::MLIRContext* ctx = b.getContext();
@@ -391,7 +391,7 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
   }
   // Propagation sees one function, with elementwise ops as linalg (which has the sharding interface).
   runPipeline("inline,symbol-dce,convert-elementwise-to-linalg,canonicalize,cse", "sharding preparation");
-  auto main = module.lookupSymbol<mlir::func::FuncOp>(kMain);
+  auto main = module.lookupSymbol<mlir::func::FuncOp>(kTracedEntry);
   if (!main) throw Error("[compile] sharded module without @main (Radix bug)");
   // Copies that keep producers out of a contraction's fusion have no sharding interface: the
   // partitioner sees the value itself.
@@ -431,7 +431,7 @@ void partitionForProcesses(mlir::ModuleOp module, const Signature& signature, in
     if (mlir::failed(mlir::applyPatternsGreedily(module, std::move(patterns))))
       throw Error("[compile] lowering shard.all_slice did not converge");
   }
-  main = module.lookupSymbol<mlir::func::FuncOp>(kMain);
+  main = module.lookupSymbol<mlir::func::FuncOp>(kTracedEntry);
   foldEqualFillBranches(main);
   copyContractionOperands(main);
   lowering.run(main);
