@@ -229,35 +229,25 @@ bool phasePlan(const ConvProblem& p, const ConvGemmPlan& g, const std::vector<Co
     if (d.sa < 0 || d.sa % plane != 0) return false;
   if (gy < 0 || gy % plane != 0) return false;
   const int64_t rows = plane / pitch, sub = (rows + 1) / 2 * pitch2;
-  // Each tap as (plane, row, column), summed over the K dims in yK's order (gemmPlan's): one
-  // division per dim, not per tap. A row or column past the plane's would be a carry: refused.
-  struct Tap {
-    int64_t i, y, x;
-  };
-  std::vector<Tap> taps{{0, 0, 0}};
-  for (const ConvDim& d : sortedBy(p.k, p.nk, &ConvDim::sa)) {
-    if (d.sa < 0) return false;
-    const Tap step{d.sa / plane, d.sa % plane / pitch, d.sa % pitch};
-    std::vector<Tap> next;
-    next.reserve(taps.size() * static_cast<size_t>(d.size));
-    for (const Tap& a : taps)
-      for (int64_t j = 0; j < d.size; ++j) next.push_back({a.i + j * step.i, a.y + j * step.y, a.x + j * step.x});
-    taps.swap(next);
-  }
-  if (static_cast<int64_t>(taps.size()) != g.k) return false;
+  // Each tap's plane, row and column: offsetTable over the K dims in yK's order (gemmPlan's),
+  // each dim's input stride split once into (sa: planes, sb: rows, sc: columns). A row or column
+  // past the plane's would be a carry: refused. (The yK check above rules out negative strides.)
+  std::vector<ConvDim> split;
+  for (const ConvDim& d : sortedBy(p.k, p.nk, &ConvDim::sa))
+    split.push_back({d.size, d.sa / plane, d.sa % plane / pitch, d.sa % pitch});
+  const std::vector<int64_t> ti = offsetTable(split, &ConvDim::sa), ty = offsetTable(split, &ConvDim::sb),
+                             tx = offsetTable(split, &ConvDim::sc);
   int used = 0;
-  for (const Tap& a : taps) {
-    if (a.x + 2 * (w.size - 1) >= pitch || a.y + 2 * (h.size - 1) >= rows) return false;
-    used |= 1 << (a.y % 2 * 2 + a.x % 2);
+  for (size_t i = 0; i < tx.size(); ++i) {
+    if (tx[i] + 2 * (w.size - 1) >= pitch || ty[i] + 2 * (h.size - 1) >= rows) return false;
+    used |= 1 << (ty[i] % 2 * 2 + tx[i] % 2);
   }
   // A kernel narrower than the stride (1x1) reads a quarter of the copy: gathering its
   // positions into the tabled GEMM's panels is cheaper (1x1 s2 at 56x56: 157 -> 183 GFLOP/s).
   if (used != 0xf) return false;
-  t.yK.resize(taps.size());
-  for (size_t i = 0; i < taps.size(); ++i) {
-    const Tap& a = taps[i];
-    t.yK[i] = a.i * 4 * sub + (a.y % 2 * 2 + a.x % 2) * sub + a.y / 2 * pitch2 + a.x / 2;
-  }
+  t.yK.resize(static_cast<size_t>(g.k));
+  for (size_t i = 0; i < t.yK.size(); ++i)
+    t.yK[i] = ti[i] * 4 * sub + (ty[i] % 2 * 2 + tx[i] % 2) * sub + ty[i] / 2 * pitch2 + tx[i] / 2;
   // Batch images (planes apart that one image's window does not reach) are copied one by one.
   const int64_t outerPlanes = (extent - maxOuter + plane - 1) / plane;
   std::vector<int64_t> starts = t.oy;
