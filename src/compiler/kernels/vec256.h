@@ -21,7 +21,7 @@ struct V256 {
     const __m256 even = _mm256_shuffle_ps(lo, hi, 0x88);  // lanes: lo 0 2 hi 0 2 | lo 4 6 hi 4 6
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), 0xd8));
   }
-  // p[0], p[2], .., p[2n - 2] for 0 < n < W (zeros past them): never reads p[2n - 1].
+  // p[0], p[2], .., p[2n - 2] for 0 < n <= W (zeros past them): never reads p[2n - 1].
   static R loadEvenN(const float* p, int n) {
     const int m = 2 * n - 1;
     const __m256 lo = _mm256_maskload_ps(p, mask(m < W ? m : W)), hi = _mm256_maskload_ps(p + W, mask(m > W ? m - W : 0));

@@ -18,7 +18,7 @@ struct V512 {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return _mm512_permutex2var_ps(_mm512_loadu_ps(p), idx, _mm512_maskz_loadu_ps(0x7fff, p + W));
   }
-  // p[0], p[2], .., p[2n - 2] for 0 < n < W (zeros past them): never reads p[2n - 1].
+  // p[0], p[2], .., p[2n - 2] for 0 < n <= W (zeros past them): never reads p[2n - 1].
   static R loadEvenN(const float* p, int n) {
     const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const int m = 2 * n - 1;
