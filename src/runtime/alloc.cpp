@@ -45,7 +45,7 @@ Live& live() {
 // temporaries change size (prefill chunks of other lengths) cannot make a thread hoard memory.
 class SmallBlocks {
  public:
-  static constexpr size_t kMaxBytes = 64 << 10;
+  static constexpr size_t kMaxBytes = BufferPool::kMinBytes;  // the pool keeps the larger ones
   static constexpr size_t kPerClass = 16;
   static constexpr size_t kMaxHeld = 4 << 20;
 
