@@ -34,7 +34,7 @@ struct LoadedObject {
 
 /// Links a relocatable object's checked bytes (an entry.o whose hash matched, rank 0's object)
 /// into this process (runtime/elf.h), running its constructors, finds the packed entry, and
-/// checks that the object's `radix_entry_key` symbol holds `keyText` (compiler.cpp).
+/// checks that the object's `radix_entry_key` symbol holds `keyText` (module_rewrites.cpp's addEntryKey).
 /// On failure, says why.
 std::optional<LoadedObject> loadObject(const std::string& bytes, const std::string& keyText, std::string& why);
 
