@@ -105,13 +105,15 @@ void lowerSmallOpsToLoops(mlir::ModuleOp module) {
   }
 }
 
-void addEntryKey(mlir::ModuleOp module, const std::string& text) {
+void addConstantString(mlir::ModuleOp module, const char* symbol, const std::string& text) {
   mlir::OpBuilder b(module.getContext());
   b.setInsertionPointToEnd(module.getBody());
   auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), static_cast<unsigned>(text.size()));
-  mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, mlir::LLVM::Linkage::External,
-                               kEntryKeySymbol, b.getStringAttr(text));
+  mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, mlir::LLVM::Linkage::External, symbol,
+                               b.getStringAttr(text));
 }
+
+void addEntryKey(mlir::ModuleOp module, const std::string& text) { addConstantString(module, kEntryKeySymbol, text); }
 
 /// CSE gives contractions of one shape a single zero-filled init, and convolutions' zero frames
 /// (ops/conv.cpp) of one shape a single fill; each writes it in place (the contraction, or the

@@ -37,5 +37,8 @@ void lowerSmallOpsToLoops(mlir::ModuleOp module);
 // Before LLVM.
 void keepCallsOutOfLine(mlir::ModuleOp module);
 void addEntryKey(mlir::ModuleOp module, const std::string& text);
+/// An external constant i8 array `symbol` holding `text`, which the runtime reads from the
+/// loaded object: addConstantString(module, "radix_entry_key", key).
+void addConstantString(mlir::ModuleOp module, const char* symbol, const std::string& text);
 
 }  // namespace radix::detail

@@ -16,6 +16,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "compiler/kernels/lower.h"
+#include "compiler/module_rewrites.h"
 
 namespace radix::detail {
 
@@ -146,11 +147,9 @@ std::vector<ProfileSite> instrumentProfile(mlir::ModuleOp module) {
 }
 
 void addProfileSites(mlir::ModuleOp module, const std::string& text) {
+  addConstantString(module, kProfileSitesSymbol, text);
   mlir::OpBuilder b(module.getContext());
   b.setInsertionPointToEnd(module.getBody());
-  auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), static_cast<unsigned>(text.size()));
-  mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, mlir::LLVM::Linkage::External,
-                               kProfileSitesSymbol, b.getStringAttr(text));
   mlir::LLVM::GlobalOp::create(b, module.getLoc(), b.getI64Type(), /*isConstant=*/true, mlir::LLVM::Linkage::External,
                                kProfileSitesSizeSymbol, b.getI64IntegerAttr(static_cast<int64_t>(text.size())));
 }
