@@ -220,6 +220,20 @@ TEST(KernelsGemm, TwoThreadsSplitEveryTarget) {
   for (const Case& c : bigCases()) check(c, Mode::bf16Weights, 2, "", kernels::hostIsa());
 }
 
+// f32 B with contiguous columns is packed either inside the product or before it, by CPU
+// (kernels::packAlongPays): both ways on every target, whichever this host takes.
+TEST(KernelsGemm, F32BPackedAlongAndBefore) {
+  for (int along : {1, 0}) {
+    SCOPED_TRACE(along ? "packed along the product" : "packed before the product");
+    kernels::forcePackAlong(along);
+    for (const Target& t : targets()) {
+      for (const Case& c : smallCases()) check(c, Mode::f32, 1, t.cpu, t.isa);
+      for (const Case& c : bigCases()) check(c, Mode::f32, 2, t.cpu, t.isa);
+    }
+  }
+  kernels::forcePackAlong(-1);
+}
+
 // Integer contractions keep the generic loops: no kernel call, exact result.
 TEST(KernelsGemm, IntegersKeepTheGenericPath) {
   const radix::Platform cpu = radix::Platform::cpu().withOptions({.cache = false});

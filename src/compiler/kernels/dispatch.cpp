@@ -14,6 +14,7 @@ namespace radix::kernels {
 namespace {
 std::atomic<uint64_t> counters[kPathCount][kIsaCount];
 std::atomic<uint64_t> requests[kIsaCount];
+std::atomic<int> packAlongForced{-1};
 }
 
 Isa hostIsa() {
@@ -31,6 +32,17 @@ Isa hostIsa() {
   }();
   return isa;
 }
+
+bool packAlongPays() {
+  static const bool amd = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd");
+  }();
+  const int forced = packAlongForced.load(std::memory_order_relaxed);
+  return forced < 0 ? amd : forced != 0;
+}
+
+void forcePackAlong(int on) { packAlongForced.store(on, std::memory_order_relaxed); }
 
 const char* isaName(Isa isa) {
   switch (isa) {

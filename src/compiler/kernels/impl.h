@@ -170,9 +170,11 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
   for (int64_t k = 0; k < kc; ++k) {
     fetch.step(k);
     if (copies.due(k)) {
-      if (copied + kRowsAhead < ahead.count)
-        for (int v = 0; v < NV; v += kPerLine)
-          __builtin_prefetch(ahead.rows + (copied + kRowsAhead) * ahead.ld + v * V::W);
+      if (copied + kRowsAhead < ahead.count) {
+        const float* row = ahead.rows + (copied + kRowsAhead) * ahead.ld;
+        for (int v = 0; v < NV; v += kPerLine) __builtin_prefetch(row + v * V::W);
+        __builtin_prefetch(row + NV * V::W - 1);
+      }
       copyRow();
     }
     typename V::R b[NV];
@@ -400,7 +402,7 @@ void gemmBlock(const Problem& p, int64_t bi, int64_t i0, int64_t i1, int64_t j0,
       int64_t panel = kcp * NR;
       // f32 B with contiguous columns: the first row tile of each panel copies the next one
       // (Ahead::rows); only the first panel and a last partial one are packed before.
-      const bool packAlong = !pre && Cfg::kPair == 1 && EB == Elem::f32 && p.sbn == 1;
+      const bool packAlong = !pre && Cfg::kPair == 1 && EB == Elem::f32 && p.sbn == 1 && radix::kernels::packAlongPays();
       if (pre) {
         bk = pre + (jc / NR) * kpAll * NR + pc * NR;
         panel = kpAll * NR;

@@ -31,6 +31,14 @@ struct Problem {
 /// The best ISA this process's CPU runs. amx only when the CPU has AMX-TILE and AMX-BF16 and
 /// Linux granted the tile state (arch_prctl(ARCH_REQ_XCOMP_PERM), asked once per process here).
 Isa hostIsa();
+/// Whether f32 B with contiguous columns is copied panel by panel inside the product (impl.h's
+/// packAlong) rather than packed row by row before it. The copy reads B's rows far apart, which
+/// pays where strided reads are cheap (AMD Zen 5: f32 64x4096x4096, B not cached, 0.75 -> 1.0 of
+/// oneDNN) and costs where they are not (an Intel Xeon with AMX, KVM guest: 61x1023x517 78 ->
+/// 47 GFLOP/s, 64x4096x4096 74 -> 66).
+bool packAlongPays();
+/// Tests: 1 or 0 forces packAlongPays() on or off for the process, -1 gives it back to the CPU.
+void forcePackAlong(int on);
 /// Calls that compiled code made asking for `isa` (before it is lowered to what the CPU runs).
 uint64_t requestCount(Isa isa);
 /// "avx512bf16"
