@@ -7,6 +7,8 @@
 #include <radix/radix.h>
 
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -328,6 +330,25 @@ TEST(AmxEmulated, Bf16DriverMatchesTheReference) {
   }
 }
 
+// C = A . B (the zero fill dropped, kContractOverwrite): C's old values, NaN here, are never
+// read, at edges and in the swapped (C^T) blocks too.
+void expectOverwrites(const std::function<void(const kernels::Problem&)>& run) {
+  for (const Bf16Case& t : bf16Cases()) {
+    SCOPED_TRACE(t.name);
+    Bf16Data d = makeBf16(t, 23);
+    std::fill(d.c.begin(), d.c.end(), 0.0f);
+    const std::vector<double> want = referenceBf16(d);
+    std::fill(d.c.begin(), d.c.end(), std::numeric_limits<float>::quiet_NaN());
+    d.p.overwrite = true;
+    run(d.p);
+    expectNear(d.c, want, t.k);
+  }
+}
+
+TEST(AmxEmulated, Bf16OverwriteNeverReadsC) {
+  expectOverwrites([](const kernels::Problem& p) { kernels::amxEmulatedBf16Gemm(p); });
+}
+
 // B from the packed-weight cache (a pinned buffer): packed whole once, then reused.
 TEST(AmxEmulated, Bf16PrepackedBIsPackedOnceAndReused) {
   for (const Bf16Case& t : bf16Cases()) {
@@ -378,6 +399,24 @@ TEST(AmxNumerics, Bf16TilesMatchTheReference) {
       EXPECT_EQ(kernels::runAmx(d.p, threads), kernels::Path::gemm);
       expectNear(d.c, want, t.k);
     }
+}
+
+TEST(AmxNumerics, Bf16OverwriteNeverReadsC) {
+  if (!kernels::amxBf16Available()) GTEST_SKIP() << "host lacks amx-bf16 (or the OS refused the AMX tile state)";
+  expectOverwrites([](const kernels::Problem& p) { kernels::runAmx(p, 2); });
+}
+
+// Every ISA the host runs: the overwrite flag in the entry's types word (the tiles honour it,
+// the other kernels get C zeroed first).
+TEST(AmxDispatch, OverwriteFlagOnEveryIsa) {
+  for (int isa = 0; isa <= static_cast<int>(kernels::hostIsa()); ++isa) {
+    SCOPED_TRACE(kernels::isaName(static_cast<Isa>(isa)));
+    expectOverwrites([isa](const kernels::Problem& p) {
+      radix_kernel_contract(reinterpret_cast<int64_t>(p.a), 0, reinterpret_cast<int64_t>(p.b), 0,
+                            reinterpret_cast<int64_t>(p.c), 0, int64_t(2) | (int64_t(2) << 8) | kernels::kContractOverwrite,
+                            p.batch, p.m, p.n, p.k, p.sab, p.sam, p.sak, p.sbb, p.sbk, p.sbn, p.scb, p.scm, p.scn, 2, isa);
+    });
+  }
 }
 
 TEST(AmxNumerics, Int8TilesAreExact) {

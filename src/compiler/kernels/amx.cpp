@@ -138,8 +138,7 @@ void convBlockAmx(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int
                                               reinterpret_cast<char*>(c + g.cRow[i] + g.cCol[j]), rowStep * 4);
               continue;
             }
-            std::memset(edge, 0, sizeof(edge));
-            tileMicro<HardwareTiles, false>(kcp / 32, apc, lda * 2, bpanel, reinterpret_cast<char*>(edge), 128);
+            tileMicro<HardwareTiles, false>(kcp / 32, apc, lda * 2, bpanel, reinterpret_cast<char*>(edge), 128, true);
             for (int r = 0; r < mr; ++r)
               for (int q = 0; q < nr; ++q) c[g.cRow[i + r] + g.cCol[j + q]] += edge[r * 32 + q];
           }
@@ -155,7 +154,7 @@ void convBlockAmx(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int
 namespace radix::kernels {
 
 Path runAmx(const Problem& p, int threads) {
-  if (p.aType == Elem::bf16 && p.bType == Elem::bf16 && p.m != 1 && p.n != 1) {
+  if (amxTilesTake(p)) {
     tileGemmBf16<HardwareTiles>(p, threads, true);
     return Path::gemm;
   }

@@ -37,6 +37,10 @@ struct EmulatedTiles : ScalarWords {
       std::memcpy(tiles[t].bytes[r], static_cast<const char*>(p) + r * stride, cfg.colsb[t]);
   }
   template <int t>
+  static void zero() {
+    std::memset(tiles[t].bytes, 0, sizeof(tiles[t].bytes));
+  }
+  template <int t>
   static void store(void* p, int64_t stride) {
     for (int r = 0; r < cfg.rows[t]; ++r)
       std::memcpy(static_cast<char*>(p) + r * stride, tiles[t].bytes[r], cfg.colsb[t]);

@@ -55,6 +55,10 @@ struct HardwareTiles {
   static void store(void* p, int64_t stride) {
     _tile_stored(t, p, stride);
   }
+  template <int t>
+  static void zero() {
+    _tile_zero(t);
+  }
   template <bool Int8, int c, int a, int b>
   static void dot() {
     if constexpr (Int8)

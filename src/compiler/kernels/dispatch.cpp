@@ -73,6 +73,7 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
   Problem p;
   p.aType = static_cast<Elem>(types & 0xff);
   p.bType = static_cast<Elem>((types >> 8) & 0xff);
+  p.overwrite = (types & kContractOverwrite) != 0;
   const auto bytes = [](Elem e) { return e == Elem::f32 ? 4 : 2; };
   p.a = reinterpret_cast<const char*>(aBase) + aOffset * bytes(p.aType);
   p.b = reinterpret_cast<const char*>(bBase) + bOffset * bytes(p.bType);
@@ -90,6 +91,11 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
                        static_cast<double>(k);
   if (omp_in_parallel() || flops < 1e6) t = 1;
   t = std::max(t, 1);
+  // Only the tiles write C without reading it first; elsewhere the dropped fill runs here.
+  if (p.overwrite && !(run == Isa::amx && amxTilesTake(p))) {
+    zeroC(p, t);
+    p.overwrite = false;
+  }
   Path path;
   switch (run) {
     case Isa::amx: path = runAmx(p, t); break;
@@ -100,6 +106,26 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
   }
   counters[static_cast<int>(path)][static_cast<int>(run)].fetch_add(1, std::memory_order_relaxed);
 }
+
+namespace radix::kernels {
+
+void zeroC(const Problem& p, int threads) {
+  const int64_t rows = p.batch * p.m;
+  if (p.scn == 1 && p.scm == p.n && (p.batch == 1 || p.scb == p.m * p.n)) {
+    radix_kernel_zero(reinterpret_cast<int64_t>(p.c), 0, rows * p.n * int64_t(sizeof(float)), threads);
+    return;
+  }
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.m; ++i) {
+      float* row = p.c + b * p.scb + i * p.scm;
+      if (p.scn == 1)
+        std::memset(row, 0, sizeof(float) * static_cast<size_t>(p.n));
+      else
+        for (int64_t j = 0; j < p.n; ++j) row[j * p.scn] = 0.0f;
+    }
+}
+
+}  // namespace radix::kernels
 
 extern "C" void radix_kernel_zero(int64_t base, int64_t offset, int64_t bytes, int64_t threads) {
   char* p = reinterpret_cast<char*>(base) + offset;

@@ -15,7 +15,12 @@ enum class Elem : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
 enum class Path : int32_t { gemm = 0, gemv = 1 };
 constexpr int kPathCount = 2;
 
-/// C[b][i][j] += sum_k A[b][i][k] * B[b][k][j]; strides in elements of each operand's type.
+/// In radix_kernel_contract's `types` (bits 0-7 A's Elem, 8-15 B's): C = A . B instead of +=
+/// (the zero fill before the contraction was dropped).
+constexpr int64_t kContractOverwrite = int64_t(1) << 16;
+
+/// C[b][i][j] += sum_k A[b][i][k] * B[b][k][j] (= with `overwrite`); strides in elements of
+/// each operand's type.
 struct Problem {
   const void* a = nullptr;
   const void* b = nullptr;
@@ -26,7 +31,15 @@ struct Problem {
   int64_t sab = 0, sam = 0, sak = 0;
   int64_t sbb = 0, sbk = 0, sbn = 0;
   int64_t scb = 0, scm = 0, scn = 0;
+  bool overwrite = false;
 };
+
+/// Whether runAmx runs `p` on bf16 tiles (which honour `overwrite` themselves).
+inline bool amxTilesTake(const Problem& p) {
+  return p.aType == Elem::bf16 && p.bType == Elem::bf16 && p.m != 1 && p.n != 1;
+}
+/// Sets C's batch x m x n elements to zero (`threads` for a large contiguous C).
+void zeroC(const Problem& p, int threads);
 
 /// The best ISA this process's CPU runs. amx only when the CPU has AMX-TILE and AMX-BF16 and
 /// Linux granted the tile state (arch_prctl(ARCH_REQ_XCOMP_PERM), asked once per process here).

@@ -145,9 +145,11 @@ struct ContractionPlan {
 /// The operands, shape and strides of a contraction call, as radix_kernel_contract takes them
 /// (aBase, aOffset, bBase, bOffset, cBase, cOffset, types, batch, m, n, k, then the strides of A,
 /// B and C): 20 i64 values built at b's insertion point.
+/// `flags` go into the types word (kContractOverwrite).
 /// contractionCallArgs(b, loc, {a, b, c}, {0, 0, 0}, plan of a {2,3}x{3,4} matmul) -> 20 values
 std::vector<mlir::Value> contractionCallArgs(mlir::OpBuilder& b, mlir::Location loc, const mlir::Value* base,
-                                             const mlir::Value* offset, const ContractionPlan& plan);
+                                             const mlir::Value* offset, const ContractionPlan& plan,
+                                             int64_t flags = 0);
 /// The strides (in elements) of a statically shaped memref whose strides are all static, else
 /// nullopt. staticStrides(memref<4x8xf32, strided<[8, 1], offset: 3>>) -> {8, 1}
 std::optional<std::vector<int64_t>> staticStrides(mlir::Value memref);
