@@ -25,7 +25,7 @@ namespace {
 
 // One 32-column panel of Y (conv_impl.h's gather) in the tiles' pair layout: two k rows at a time,
 // each run of equally spaced unit-step columns interleaved with AVX-512 (a run is one masked load
-// per row), other runs element by element. Rows past kc and columns past nr are zero.
+// per row), step-2 runs by even-element permutes, other runs element by element. Rows past kc and columns past nr are zero.
 void convPackYPairs(const ConvGemmPlan& g, const uint16_t* y, int64_t k0, int64_t kc, int64_t j0, int nr,
                     uint16_t* panel) {
   const int64_t* col = g.yCol + j0;
@@ -39,7 +39,10 @@ void convPackYPairs(const ConvGemmPlan& g, const uint16_t* y, int64_t k0, int64_
     while (j < nr) {
       const int len = std::min<int>(run[j], nr - j);
       const int64_t at = col[j], step = stepOf[j];
-      if (step == 1 && len >= 4) {
+      if (step == 2 && r1 && len >= 4) {  // a stride-2 convolution (1x1 s2: every run)
+        for (int t = 0; t < len; t += 16)
+          interleaveEvenPairs(r0 + at + 2 * t, r1 + at + 2 * t, d + 2 * (j + t), std::min(16, len - t));
+      } else if (step == 1 && len >= 4) {
         const __mmask32 m = len >= 32 ? ~__mmask32(0) : (__mmask32(1) << len) - 1;
         const __m512i a = _mm512_maskz_loadu_epi16(m, r0 + at);
         const __m512i b = r1 ? _mm512_maskz_loadu_epi16(m, r1 + at) : _mm512_setzero_si512();

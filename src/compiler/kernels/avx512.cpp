@@ -76,23 +76,10 @@ struct CfgBf16 {
     _mm512_mask_storeu_epi16(d, lanes(2 * n), lo);
     if (n > 16) _mm512_mask_storeu_epi16(d + 32, lanes(2 * n - 32), hi);
   }
-  // Lane 2t <- r0[2t], lane 2t + 1 <- r1[2t] (the second register's lanes are 32 on).
-  alignas(64) static constexpr uint16_t kEvenPairs[32] = {0,  32, 2,  34, 4,  36, 6,  38, 8,  40, 10, 42, 12, 44, 14, 46,
-                                                          16, 48, 18, 50, 20, 52, 22, 54, 24, 56, 26, 58, 28, 60, 30, 62};
-  // 16 pairs of even elements: d[2t] = r0[2t], d[2t+1] = r1[2t] (a stride-2 convolution's Y).
-  static void interleaveEven(const uint16_t* r0, const uint16_t* r1, uint16_t* d) {
-    const uint16_t* kIdx = kEvenPairs;
-    const __mmask32 m = 0x7fffffffu;  // r[31] is not read
-    _mm512_storeu_si512(d, _mm512_permutex2var_epi16(_mm512_maskz_loadu_epi16(m, r0), _mm512_load_si512(kIdx),
-                                                     _mm512_maskz_loadu_epi16(m, r1)));
-  }
-  // The first n < 16 of those pairs (reads r[0 .. 2n - 2] only).
+  // 16 pairs of even elements (a stride-2 convolution's Y), or the first n < 16 of them.
+  static void interleaveEven(const uint16_t* r0, const uint16_t* r1, uint16_t* d) { interleaveEvenPairs(r0, r1, d); }
   static void interleaveEvenN(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n) {
-    const uint16_t* kIdx = kEvenPairs;
-    const __mmask32 m = lanes(2 * n - 1);
-    _mm512_mask_storeu_epi16(d, lanes(2 * n),
-                             _mm512_permutex2var_epi16(_mm512_maskz_loadu_epi16(m, r0), _mm512_load_si512(kIdx),
-                                                       _mm512_maskz_loadu_epi16(m, r1)));
+    interleaveEvenPairs(r0, r1, d, n);
   }
   static void micro(int64_t steps, const uint16_t* __restrict ap, const uint16_t* __restrict bp, float* c,
                     int64_t scm, int64_t scn, int mr, int nr, Ahead ahead = {}) {
