@@ -119,6 +119,7 @@ void convBlockAmx(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int
         convPackYPairs(g, y, pc, kc, jc + q * 32, static_cast<int>(std::min<int64_t>(32, nc - q * 32)), panel);
         if (kcp > kc2) std::memset(panel + kc2 * 32, 0, sizeof(uint16_t) * static_cast<size_t>((kcp - kc2) * 32));
       }
+      const bool fresh = g.overwrite && pc == 0;  // C holds no values yet: tiles start from zero
       for (int64_t ic = i0; ic < i1; ic += MC) {
         const int64_t mc = std::min(MC, i1 - ic);
         // X's block: from the whole packed X (gathered once per call) or gathered here.
@@ -138,12 +139,17 @@ void convBlockAmx(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int
             int64_t rowStep;
             if (mr == 32 && nr == 32 && colsUnit && regularStep(g.cRow + i, 32, rowStep)) {
               tileMicro<HardwareTiles, false>(kcp / 32, apc, lda * 2, bpanel,
-                                              reinterpret_cast<char*>(c + g.cRow[i] + g.cCol[j]), rowStep * 4);
+                                              reinterpret_cast<char*>(c + g.cRow[i] + g.cCol[j]), rowStep * 4, fresh);
               continue;
             }
             tileMicro<HardwareTiles, false>(kcp / 32, apc, lda * 2, bpanel, reinterpret_cast<char*>(edge), 128, true);
-            for (int r = 0; r < mr; ++r)
-              for (int q = 0; q < nr; ++q) c[g.cRow[i + r] + g.cCol[j + q]] += edge[r * 32 + q];
+            for (int r = 0; r < mr; ++r) {
+              float* row = c + g.cRow[i + r];
+              if (fresh)
+                for (int q = 0; q < nr; ++q) row[g.cCol[j + q]] = edge[r * 32 + q];
+              else
+                for (int q = 0; q < nr; ++q) row[g.cCol[j + q]] += edge[r * 32 + q];
+            }
           }
         }
       }

@@ -349,10 +349,9 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   ConvRowsPlan rows;
   const bool onGrid = tabled && rowsPlan(p, plan, run, grid, rows);
   if (tabled && !onGrid) gemmColumns(p, tables, plan);
-  // The extended grid and the tabled GEMM (but on AMX tiles) write C where it is empty; the
-  // other paths add to it.
+  // The extended grid and the tabled GEMM write C where it is empty; the other paths add to it.
   const bool amxTiles = run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16;
-  plan.overwrite = overwrite && tabled && !onGrid && !amxTiles;
+  plan.overwrite = overwrite && tabled && !onGrid;
   if (overwrite && !onGrid && !plan.overwrite) zeroOutput(p);
   ConvPath path;
   if (plain) {
