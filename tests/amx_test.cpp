@@ -412,9 +412,10 @@ TEST(AmxDispatch, OverwriteFlagOnEveryIsa) {
   for (int isa = 0; isa <= static_cast<int>(kernels::hostIsa()); ++isa) {
     SCOPED_TRACE(kernels::isaName(static_cast<Isa>(isa)));
     expectOverwrites([isa](const kernels::Problem& p) {
+      const int64_t types = int64_t(2) | (int64_t(2) << 8) | kernels::kContractOverwrite;
       radix_kernel_contract(reinterpret_cast<int64_t>(p.a), 0, reinterpret_cast<int64_t>(p.b), 0,
-                            reinterpret_cast<int64_t>(p.c), 0, int64_t(2) | (int64_t(2) << 8) | kernels::kContractOverwrite,
-                            p.batch, p.m, p.n, p.k, p.sab, p.sam, p.sak, p.sbb, p.sbk, p.sbn, p.scb, p.scm, p.scn, 2, isa);
+                            reinterpret_cast<int64_t>(p.c), 0, types, p.batch, p.m, p.n, p.k, p.sab, p.sam, p.sak,
+                            p.sbb, p.sbk, p.sbn, p.scb, p.scm, p.scn, 2, isa);
     });
   }
 }

@@ -25,7 +25,8 @@ namespace {
 
 // One 32-column panel of Y (conv_impl.h's gather) in the tiles' pair layout: two k rows at a time,
 // each run of equally spaced unit-step columns interleaved with AVX-512 (a run is one masked load
-// per row), step-2 runs by even-element permutes, other runs element by element. Rows past kc and columns past nr are zero.
+// per row), step-2 runs by even-element permutes, other runs element by element. Rows past kc
+// and columns past nr are zero.
 void convPackYPairs(const ConvGemmPlan& g, const uint16_t* y, int64_t k0, int64_t kc, int64_t j0, int nr,
                     uint16_t* panel) {
   const int64_t* col = g.yCol + j0;

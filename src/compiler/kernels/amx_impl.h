@@ -260,8 +260,8 @@ void tileBlock(const TileGemm& g, int64_t i0, int64_t i1, int64_t j0, int64_t j1
         // Many row tiles: each A tile pair runs across the block's B panels (in L2) while it is
         // hot in L1 (bf16 1024^3, 1 thread: 680-737 -> 716-800 GFLOP/s); few (a prompt's 64
         // rows): each B panel serves them all while it is hot, fetched ahead, the next one's
-        // start too (bf16 64x4096x4096, weights from memory, 1 thread: 378-390 -> 423-450 GFLOP/s; where
-        // B is in cache the prefetches cost 4-6 %).
+        // start too (bf16 64x4096x4096, weights from memory, 1 thread: 378-390 -> 409-435
+        // GFLOP/s; where B is in cache the prefetches cost 4-6 %).
         if (mc >= 128) {
           for (int64_t ir = 0; ir < mc; ir += 32)
             for (int64_t jr = 0; jr < nc; jr += 32) block(ir, jr, false);

@@ -32,8 +32,9 @@ inline void transpose16(__m512 (&r)[16]) {
 // 16 pairs of even elements: d[2t] = r0[2t], d[2t+1] = r1[2t] for t < n <= 16 (a stride-2
 // convolution's Y in the VNNI layout); nothing past the n pairs is written, r[2n - 1] is not read.
 inline void interleaveEvenPairs(const uint16_t* r0, const uint16_t* r1, uint16_t* d, int n = 16) {
-  alignas(64) static constexpr uint16_t kEvenPairs[32] = {0,  32, 2,  34, 4,  36, 6,  38, 8,  40, 10, 42, 12, 44, 14, 46,
-                                                          16, 48, 18, 50, 20, 52, 22, 54, 24, 56, 26, 58, 28, 60, 30, 62};
+  alignas(64) static constexpr uint16_t kEvenPairs[32] = {0,  32, 2,  34, 4,  36, 6,  38, 8,  40, 10,
+                                                          42, 12, 44, 14, 46, 16, 48, 18, 50, 20, 52,
+                                                          22, 54, 24, 56, 26, 58, 28, 60, 30, 62};
   const __mmask32 read = static_cast<__mmask32>((uint64_t(1) << (2 * n - 1)) - 1);
   const __mmask32 write = static_cast<__mmask32>((uint64_t(1) << (2 * n)) - 1);
   _mm512_mask_storeu_epi16(d, write,
