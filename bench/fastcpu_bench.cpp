@@ -85,10 +85,16 @@ class RadixBackend : public bench::Backend {
     platform_ = radix::Platform::cpu().withOptions(options);
   }
 
+  static std::string features() {
+    std::string out;
+    for (const std::string& f : radix::hostVectorFeatures()) out += (out.empty() ? "" : " ") + f;
+    return out;
+  }
+
   std::string info() override {
     const char* omp = std::getenv("OMP_NUM_THREADS");
     return "Radix " RADIX_VERSION " CompileOptions::threads=" + std::to_string(threads_) +
-           " OMP_NUM_THREADS=" + (omp ? omp : "unset") + " host=" + radix::hostTargetCpu();
+           " OMP_NUM_THREADS=" + (omp ? omp : "unset") + " host=" + radix::hostTargetCpu() + " (" + features() + ")";
   }
 
   std::string setup(const Figure& f) override {

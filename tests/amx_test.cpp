@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <radix/radix.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -304,6 +305,20 @@ TEST(AmxDispatch, LargeBf16GemmTakesTheTilesWhereTheHostHasThem) {
       for (int64_t kk = 0; kk < k; ++kk) s += ar[i * k + kk] * br[kk * n + j];
       EXPECT_NEAR(got[i * n + j], s, 1e-3 + std::fabs(s) / 128) << i << "," << j;  // bf16 result
     }
+}
+
+// radix::hostVectorFeatures (printed by `radix targets` and the benches) names exactly the
+// features the CPU reports, whatever name LLVM gives the CPU.
+TEST(AmxDispatch, HostVectorFeaturesNameWhatTheCpuHas) {
+  const std::vector<std::string> features = radix::hostVectorFeatures();
+  auto has = [&](const std::string& f) { return std::find(features.begin(), features.end(), f) != features.end(); };
+  __builtin_cpu_init();
+  EXPECT_EQ(has("avx2"), __builtin_cpu_supports("avx2") != 0);
+  EXPECT_EQ(has("avx512f"), __builtin_cpu_supports("avx512f") != 0);
+  EXPECT_EQ(has("avx512bf16"), __builtin_cpu_supports("avx512bf16") != 0);
+  EXPECT_EQ(has("amx-tile"), __builtin_cpu_supports("amx-tile") != 0);
+  EXPECT_EQ(has("amx-bf16"), __builtin_cpu_supports("amx-bf16") != 0);
+  EXPECT_EQ(has("amx-int8"), __builtin_cpu_supports("amx-int8") != 0);
 }
 
 TEST(AmxDispatch, Int8EntryRefusesWithoutTheTiles) {

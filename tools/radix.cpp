@@ -73,7 +73,10 @@ void noArguments(Args& args) {
 
 int targetsCommand(Args& args) {
   noArguments(args);
-  std::printf("host CPU: %s\n\nCPUs (CompileOptions::targetCpu):\n", radix::hostTargetCpu().c_str());
+  std::string features;
+  for (const std::string& f : radix::hostVectorFeatures()) features += " " + f;
+  std::printf("host CPU: %s\nhost features:%s\n\nCPUs (CompileOptions::targetCpu):\n", radix::hostTargetCpu().c_str(),
+              features.c_str());
   for (const std::string& cpu : radix::targetCpuNames()) std::printf("  %s\n", cpu.c_str());
   std::printf("\nfeatures (CompileOptions::targetFeatures, as +name or -name, comma-separated):\n");
   for (const std::string& f : radix::targetFeatureNames()) std::printf("  %s\n", f.c_str());

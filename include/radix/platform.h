@@ -123,6 +123,9 @@ std::vector<std::string> targetCpuNames();
 std::vector<std::string> targetFeatureNames();
 /// The host CPU as LLVM names it: "znver4"
 std::string hostTargetCpu();
+/// The host's vector and matrix features that choose Radix's kernels (AVX2/FMA/F16C, AVX-VNNI,
+/// AVX-512 F/BW/VL/DQ/VNNI/BF16/FP16, AMX tile/bf16/int8/fp16), those it has: {"avx2", "fma", ...}
+std::vector<std::string> hostVectorFeatures();
 
 class Shape;
 /// The seed's writeShardingRepresentation: "{replicated}" when no axis is sharded or there is one

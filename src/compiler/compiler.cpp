@@ -571,4 +571,19 @@ std::string hostTargetCpu() {
   return llvm::sys::getHostCPUName().str();
 }
 
+std::vector<std::string> hostVectorFeatures() {
+  // What picks Radix's kernels: a guest CPU can carry a name that hides them (an AMX Xeon that
+  // LLVM calls rocketlake).
+  static const char* const kShown[] = {"avx2",           "fma",          "f16c",       "avxvnni",    "avx512f",
+                                       "avx512bw",       "avx512vl",     "avx512dq",   "avx512vnni", "avx512bf16",
+                                       "avx512fp16",     "amx-tile",     "amx-bf16",   "amx-int8",   "amx-fp16"};
+  std::vector<std::string> out;
+  const auto features = llvm::sys::getHostCPUFeatures();
+  for (const char* name : kShown) {
+    auto it = features.find(name);
+    if (it != features.end() && it->second) out.emplace_back(name);
+  }
+  return out;
+}
+
 }  // namespace radix
