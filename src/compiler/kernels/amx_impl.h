@@ -153,7 +153,8 @@ void packTileRows(const AT* a, int64_t sam, int64_t sak, int64_t i0, int64_t mr,
 
 // C[32 x 32] (row stride sc bytes) += A (two 16-row tiles, row stride sa bytes, 64 B a step) .
 // B (one 32-column panel, 2 KB a step), C tiles kept in registers across the `steps` k steps;
-// `fresh`: C = A . B (C is not read); `fetchB`: B and the panel after it come from memory.
+// `fresh`: C = A . B (C is not read); `fetchB`: B comes from memory, each step fetched 4 ahead
+// (the last ones fetch what follows the panel: the next panel when K is one block).
 template <class T, bool Int8>
 inline void tileMicro(int64_t steps, const char* a0, int64_t sa, const char* b, char* c, int64_t sc,
                       bool fresh = false, bool fetchB = false) {
@@ -259,8 +260,8 @@ void tileBlock(const TileGemm& g, int64_t i0, int64_t i1, int64_t j0, int64_t j1
         };
         // Many row tiles: each A tile pair runs across the block's B panels (in L2) while it is
         // hot in L1 (bf16 1024^3, 1 thread: 680-737 -> 716-800 GFLOP/s); few (a prompt's 64
-        // rows): each B panel serves them all while it is hot, fetched ahead, the next one's
-        // start too (bf16 64x4096x4096, weights from memory, 1 thread: 378-390 -> 409-435
+        // rows): each B panel serves them all while it is hot, fetched ahead, and what follows it
+        // too (bf16 64x4096x4096, weights from memory, 1 thread: 378-390 -> 409-435
         // GFLOP/s; where B is in cache the prefetches cost 4-6 %).
         if (mc >= 128) {
           for (int64_t ir = 0; ir < mc; ir += 32)

@@ -34,10 +34,12 @@ struct Problem {
   bool overwrite = false;
 };
 
-/// Whether runAmx runs `p` on bf16 tiles (which honour `overwrite` themselves).
-inline bool amxTilesTake(const Problem& p) {
-  return p.aType == Elem::bf16 && p.bType == Elem::bf16 && p.m != 1 && p.n != 1;
+/// Whether runAmx runs an m x n product of these operand types on bf16 tiles (which honour
+/// `overwrite` themselves; GEMVs keep the vector kernels). amxTilesTake(bf16, bf16, 64, 768) -> true
+inline bool amxTilesTake(Elem a, Elem b, int64_t m, int64_t n) {
+  return a == Elem::bf16 && b == Elem::bf16 && m != 1 && n != 1;
 }
+inline bool amxTilesTake(const Problem& p) { return amxTilesTake(p.aType, p.bType, p.m, p.n); }
 /// Sets C's batch x m x n elements to zero (`threads` for a large contiguous C).
 void zeroC(const Problem& p, int threads);
 

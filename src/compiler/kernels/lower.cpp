@@ -416,7 +416,7 @@ int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target
     // On AMX the tiles start C from zero instead of loading the fill's zeros (bf16 1024^3 reads
     // and writes 4 MB less); a call per loop step would overwrite the previous steps' sums.
     int64_t flags = 0;
-    if (isa == Isa::amx && plan.aType == Elem::bf16 && plan.bType == Elem::bf16 && plan.loops.empty())
+    if (isa == Isa::amx && amxTilesTake(plan.aType, plan.bType, plan.m.size, plan.n.size) && plan.loops.empty())
       if (mlir::Operation* fill = zeroFillBefore(op)) {
         flags = kContractOverwrite;
         fill->erase();
