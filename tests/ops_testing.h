@@ -260,6 +260,9 @@ struct NamedOp2 {
 inline Op dotGeneralOp(std::vector<radix::AxisPair> c, std::vector<radix::AxisPair> b) {
   return [=](const Ts& x) { return x[0].dotGeneral(x[1], c, b); };
 }
+inline Op dotGeneralAsOp(std::vector<radix::AxisPair> c, std::vector<radix::AxisPair> b, DType result) {
+  return [=](const Ts& x) { return x[0].dotGeneral(x[1], c, b, result); };
+}
 inline Op dotOp(std::vector<Tag> tags) { return [=](const Ts& x) { return x[0].dot(x[1], tags); }; }
 inline Op broadOp(Shape to) { return [=](const Ts& x) { return x[0].broad(to); }; }
 inline Op broadcastOp(Shape to, Dims axes) { return [=](const Ts& x) { return x[0].broadcast(to, axes); }; }

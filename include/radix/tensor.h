@@ -269,6 +269,12 @@ class Tensor {
   /// {{"k","k"}}, {{"b","b"}}) -> {b=4,m=3,n=5}. Floats accumulate in f32.
   Tensor dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contracting,
                     const std::vector<AxisPair>& batching, Loc loc = Loc::current()) const;
+  /// dotGeneral accumulating in, and returning, `result` (JAX's preferred_element_type): i32 for
+  /// 8-bit integers, whose signs may differ (u8 activations x i8 weights, as oneDNN and the AMX/VNNI
+  /// instructions take them); f32 for floats (no rounding of the f32 sums back to bf16/f16).
+  /// {m=64,k=512}:u8 .dotGeneral({k=512,n=32}:i8, {{"k","k"}}, {}, DType::i32) -> {m=64,n=32}:i32
+  Tensor dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contracting,
+                    const std::vector<AxisPair>& batching, DType result, Loc loc = Loc::current()) const;
   /// Contracts the given tags; tags on both sides that are not contracted are batch axes.
   /// {b=4,m=3,k=2}.dot({b=4,k=2,n=5}, {"k"}) -> {b=4,m=3,n=5}
   Tensor dot(const Tensor& rhs, const std::vector<Tag>& contracting, Loc loc = Loc::current()) const;

@@ -241,7 +241,8 @@ std::pair<mlir::Value, mlir::Operation*> applyEpilogue(mlir::OpBuilder& b, Epilo
 void lowerContractionsToLibrary(mlir::ModuleOp module) {
   std::vector<std::pair<mlir::linalg::GenericOp, kernels::ContractionPlan>> found;
   module.walk([&](mlir::linalg::GenericOp op) {
-    if (auto plan = kernels::planContraction(op); plan && plan->loops.empty()) found.emplace_back(op, *plan);
+    if (auto plan = kernels::planContraction(op); plan && plan->loops.empty() && !kernels::isByte(plan->aType))
+      found.emplace_back(op, *plan);
   });
   if (found.empty()) return;
   const mlir::func::FuncOp decl = declareLibraryCall(module, "radix_cuda_contract", 27);

@@ -49,13 +49,29 @@ mlir::Value materializedOperand(TraceContext& c, mlir::Location loc, mlir::Value
 
 }  // namespace
 
-Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contracting,
-                          const std::vector<AxisPair>& batching, Loc l) const {
+namespace {
+
+bool isByte(DType d) { return d == DType::i8 || d == DType::u8; }
+
+// `result`: the dtype products accumulate in and the result has (i32 for 8-bit integers, which
+// may differ in sign; f32 for floats), or nullopt for the operands' own dtype.
+Tensor contractTraced(const Tensor& lhs, const Tensor& rhs, const std::vector<AxisPair>& contracting,
+                      const std::vector<AxisPair>& batching, std::optional<DType> result, Loc l) {
   const char* op = "dotGeneral";
   TraceContext& c = detail::currentTrace(op);
-  const Shape& a = shape_;
-  const Shape& b = rhs.shape_;
-  if (a.dtype() != b.dtype()) throw opError(op, "dtypes differ: " + a.str() + " and " + b.str());
+  const Shape& a = lhs.shape();
+  const Shape& b = rhs.shape();
+  const bool widening = result && *result != a.dtype();
+  if (widening) {
+    const bool bytes = isByte(a.dtype()) && isByte(b.dtype()) && *result == DType::i32;
+    const bool floats = isFloat(a.dtype()) && a.dtype() == b.dtype() && *result == DType::f32;
+    if (!bytes && !floats)
+      throw opError(op, "cannot accumulate " + a.str() + " and " + b.str() + " in " + std::string(name(*result)) +
+                            ": i32 takes 8-bit integers (i8, u8), f32 takes floats of one dtype");
+  } else if (a.dtype() != b.dtype()) {
+    throw opError(op, "dtypes differ: " + a.str() + " and " + b.str() +
+                          (isByte(a.dtype()) && isByte(b.dtype()) ? " (accumulate in i32 to mix i8 and u8)" : ""));
+  }
   if (a.dtype() == DType::bool_) throw opError(op, "bool tensors have no arithmetic: " + a.str());
   enum Role { free, batch, contract };
   std::vector<Role> roleA(a.rank(), free), roleB(b.rank(), free);
@@ -104,7 +120,7 @@ Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contra
   Shape out = Shape(outDims, a.dtype()).withTags(outTags);
 
   auto loc = c.loc(l, op);
-  const DType acc = isFloat(a.dtype()) && a.dtype() != DType::f64 ? DType::f32 : a.dtype();
+  const DType acc = widening ? *result : isFloat(a.dtype()) && a.dtype() != DType::f64 ? DType::f32 : a.dtype();
   const int64_t loops = nb + nl + nr + nc;
   auto dimExpr = [&](int64_t d) { return mlir::getAffineDimExpr(static_cast<unsigned>(d), &c.mlir()); };
   auto mapFor = [&](const std::vector<Role>& roles, const std::vector<int64_t>& slots) {
@@ -121,8 +137,8 @@ Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contra
   mlir::Value init = filled(c, loc, out.withDtype(acc), 0);
   const bool isF = isFloat(acc);
   mlir::Type accType = c.elementType(acc);
-  mlir::Value lhsValue = c.value(*this, op), rhsValue = c.value(rhs, op);
-  if (acc == DType::f32) {  // the kernels' dtypes (f32, f16, bf16)
+  mlir::Value lhsValue = c.value(lhs, op), rhsValue = c.value(rhs, op);
+  if (acc == DType::f32 || (acc == DType::i32 && isByte(a.dtype()))) {  // the kernels' dtypes
     lhsValue = materializedOperand(c, loc, lhsValue);
     rhsValue = materializedOperand(c, loc, rhsValue);
   }
@@ -132,16 +148,33 @@ Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contra
       llvm::ArrayRef<mlir::AffineMap>{mapFor(roleA, slotA), mapFor(roleB, slotB), outMap}, iterators,
       [&](mlir::OpBuilder& bb, mlir::Location ll, mlir::ValueRange args) {
         mlir::Value x = args[0], y = args[1];
-        if (x.getType() != accType) {
-          x = mlir::arith::ExtFOp::create(bb, ll, accType, x);
-          y = mlir::arith::ExtFOp::create(bb, ll, accType, y);
-        }
+        auto widen = [&](mlir::Value v, DType d) -> mlir::Value {
+          if (v.getType() == accType) return v;
+          if (isF) return mlir::arith::ExtFOp::create(bb, ll, accType, v);
+          if (isSignedInt(d)) return mlir::arith::ExtSIOp::create(bb, ll, accType, v);
+          return mlir::arith::ExtUIOp::create(bb, ll, accType, v);
+        };
+        x = widen(x, a.dtype());
+        y = widen(y, b.dtype());
         mlir::Value r = isF ? mlir::Value(mlir::arith::AddFOp::create(bb, ll, args[2], mlir::arith::MulFOp::create(bb, ll, x, y)))
                             : mlir::arith::AddIOp::create(bb, ll, args[2], mlir::arith::MulIOp::create(bb, ll, x, y));
         mlir::linalg::YieldOp::create(bb, ll, r);
       });
+  if (widening) return c.wrap(generic.getResult(0), out.withDtype(acc));
   mlir::Value r = convertValue(c, loc, generic.getResult(0), acc, a.dtype(), out.withDtype(acc));
   return c.wrap(r, out);
+}
+
+}  // namespace
+
+Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contracting,
+                          const std::vector<AxisPair>& batching, Loc l) const {
+  return contractTraced(*this, rhs, contracting, batching, std::nullopt, l);
+}
+
+Tensor Tensor::dotGeneral(const Tensor& rhs, const std::vector<AxisPair>& contracting,
+                          const std::vector<AxisPair>& batching, DType result, Loc l) const {
+  return contractTraced(*this, rhs, contracting, batching, result, l);
 }
 
 Tensor Tensor::dot(const Tensor& rhs, const std::vector<Tag>& contracting, Loc l) const {

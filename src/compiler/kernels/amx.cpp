@@ -219,6 +219,8 @@ void runConvGemmAmx(const ConvGemmPlan& p, int threads) {
   });
 }
 
+void amxBytesRun(const Problem& p, int threads) { tileGemmBytes<HardwareTiles>(p, threads, true); }
+
 void amxInt8Run(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* b, int64_t ldb,
                 const void* packedB, int32_t* c, int64_t ldc, bool accumulate, int threads) {
   tileGemmInt8<HardwareTiles>(m, n, k, a, lda, b, ldb, packedB, c, ldc, accumulate, threads);

@@ -55,7 +55,11 @@ void amxEmulatedBf16Gemm(const Problem& p);
 void amxEmulatedInt8Gemm(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* b,
                          int64_t ldb, const void* packedB, int32_t* c, int64_t ldc, bool accumulate);
 
+/// The 8-bit contraction (i8/u8 operands in any mix, C in i32) on emulated int8 tiles.
+void amxEmulatedBytes(const Problem& p);
+
 /// Internal (amx.cpp, compiled for AMX): call only when the matching *Available() holds.
+void amxBytesRun(const Problem& p, int threads);
 void amxInt8Run(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* b, int64_t ldb,
                 const void* packedB, int32_t* c, int64_t ldc, bool accumulate, int threads);
 

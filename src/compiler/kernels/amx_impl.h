@@ -52,6 +52,10 @@ inline void addTransposedScalar(const CT* edge, CT* c, int64_t ldc, int mr, int 
     for (int i = 0; i < mr; ++i) c[j * ldc + i] += edge[i * 32 + j];
 }
 
+// The signs of an int8 tile product: bit 0 A's, bit 1 B's (tdpbuud, tdpbsud, tdpbusd, tdpbssd).
+constexpr int kU8S8 = 2;
+inline int tileSigns(Elem a, Elem b) { return (a == Elem::i8 ? 1 : 0) | (b == Elem::i8 ? 2 : 0); }
+
 // One GEMM of the tile drivers (one batch): element strides; c is f32 (bf16) or s32 (int8).
 struct TileGemm {
   const void* a = nullptr;
@@ -155,7 +159,7 @@ void packTileRows(const AT* a, int64_t sam, int64_t sak, int64_t i0, int64_t mr,
 // B (one 32-column panel, 2 KB a step), C tiles kept in registers across the `steps` k steps;
 // `fresh`: C = A . B (C is not read); `fetchB`: B comes from memory, each step fetched 4 ahead
 // (the last ones fetch what follows the panel: the next panel when K is one block).
-template <class T, bool Int8>
+template <class T, bool Int8, int Signs = kU8S8>
 inline void tileMicro(int64_t steps, const char* a0, int64_t sa, const char* b, char* c, int64_t sc,
                       bool fresh = false, bool fetchB = false) {
   const char* a1 = a0 + 16 * sa;
@@ -177,10 +181,10 @@ inline void tileMicro(int64_t steps, const char* a0, int64_t sa, const char* b, 
     T::template load<6>(b + s * 2048, 128);
     T::template load<7>(b + s * 2048 + 64, 128);
     T::template load<5>(a1 + s * 64, sa);
-    T::template dot<Int8, 0, 4, 6>();
-    T::template dot<Int8, 1, 4, 7>();
-    T::template dot<Int8, 2, 5, 6>();
-    T::template dot<Int8, 3, 5, 7>();
+    T::template dot<Int8, Signs, 0, 4, 6>();
+    T::template dot<Int8, Signs, 1, 4, 7>();
+    T::template dot<Int8, Signs, 2, 5, 6>();
+    T::template dot<Int8, Signs, 3, 5, 7>();
   }
   T::template store<0>(c, sc);
   T::template store<1>(c + 64, sc);
@@ -190,7 +194,7 @@ inline void tileMicro(int64_t steps, const char* a0, int64_t sa, const char* b, 
 
 // C[i0, i1) x [j0, j1) += A . B (j0 a multiple of 32). Configures the tiles on this thread (the
 // configuration is per thread, and another library may have loaded its own) and releases them.
-template <class T, bool Int8>
+template <class T, bool Int8, int Signs = kU8S8>
 void tileBlock(const TileGemm& g, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   using TT = TileTypes<Int8>;
   using AT = typename TT::A;
@@ -244,9 +248,9 @@ void tileBlock(const TileGemm& g, int64_t i0, int64_t i1, int64_t j0, int64_t j1
           const char* apc = reinterpret_cast<const char*>(ap);
           CT* cp = c + (ic + ir) * g.scm + (jc + jr) * g.scn;
           if (mr == 32 && nr == 32 && g.scn == 1) {
-            tileMicro<T, Int8>(steps, apc, sa, bp, reinterpret_cast<char*>(cp), g.scm * 4, fresh, fetchB);
+            tileMicro<T, Int8, Signs>(steps, apc, sa, bp, reinterpret_cast<char*>(cp), g.scm * 4, fresh, fetchB);
           } else {
-            tileMicro<T, Int8>(steps, apc, sa, bp, reinterpret_cast<char*>(edge), 128, true, fetchB);
+            tileMicro<T, Int8, Signs>(steps, apc, sa, bp, reinterpret_cast<char*>(edge), 128, true, fetchB);
             if (fresh)
               for (int i = 0; i < mr; ++i)
                 for (int j = 0; j < nr; ++j) cp[i * g.scm + j * g.scn] = CT(0);
@@ -285,6 +289,39 @@ void tileGemm(const TileGemm& g, int threads) {
             [&](int64_t, int64_t i0, int64_t i1, int64_t j0, int64_t j1) { tileBlock<T, Int8>(g, i0, i1, j0, j1); });
 }
 
+// p on tiles (bf16 -> f32, or 8-bit -> s32 with the sign mix Signs), B from the packed-weight
+// cache when it is a constant argument.
+template <class T, bool Int8, int Signs = kU8S8>
+void tileGemmCached(const Problem& p, int threads, bool useCache) {
+  using BT = typename TileTypes<Int8>::B;
+  constexpr int64_t KT = TileTypes<Int8>::KT, G = TileTypes<Int8>::G;
+  std::shared_ptr<const void> pre;
+  if (useCache) {
+    const int64_t kp = roundUp(p.k, KT);
+    pre = radix::kernels::packedB(p, (Int8 ? 0x20000 : 0x10000) | (KT << 8) | G,
+                                  sizeof(BT) * packedTileElems<Int8>(p.k, p.n), [&](void* dst) {
+                                    packPanelsParallel(p.n, 32, threads, [&](int64_t j0, int64_t nc) {
+                                      packTilePanels<Int8, T>(static_cast<const BT*>(p.b), p.sbk, p.sbn, 0, p.k, kp, j0,
+                                                              nc, kp * 32, static_cast<BT*>(dst) + (j0 / 32) * kp * 32);
+                                    });
+                                  });
+  }
+  const int64_t ea = elemBytes(p.aType), eb = elemBytes(p.bType);
+  splitWork(p, threads, 32, 32, [&](int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    TileGemm g;
+    g.a = static_cast<const char*>(p.a) + bi * p.sab * ea;
+    g.sam = p.sam, g.sak = p.sak;
+    g.b = static_cast<const char*>(p.b) + bi * p.sbb * eb;
+    g.sbk = p.sbk, g.sbn = p.sbn;
+    g.bPacked = pre.get();
+    g.c = p.c + bi * p.scb;  // f32 or s32, 4 bytes either way
+    g.scm = p.scm, g.scn = p.scn;
+    g.m = p.m, g.n = p.n, g.k = p.k;
+    g.overwrite = p.overwrite;
+    tileBlock<T, Int8, Signs>(g, i0, i1, j0, j1);
+  });
+}
+
 // The bf16 contraction problem on tiles (both operands bf16), B from the packed-weight cache
 // when it is a constant argument.
 template <class T>
@@ -309,31 +346,18 @@ void tileGemmBf16(const Problem& p, int threads, bool useCache) {
     });
     return;
   }
-  std::shared_ptr<const void> pre;
-  if (useCache) {
-    const int64_t kp = roundUp(p.k, 32);
-    pre = radix::kernels::packedB(p, 0x10000 | (32 << 8) | 2, sizeof(uint16_t) * packedTileElems<false>(p.k, p.n),
-                                  [&](void* dst) {
-                                    packPanelsParallel(p.n, 32, threads, [&](int64_t j0, int64_t nc) {
-                                      packTilePanels<false, T>(static_cast<const uint16_t*>(p.b), p.sbk, p.sbn, 0, p.k,
-                                                            kp, j0, nc, kp * 32,
-                                                            static_cast<uint16_t*>(dst) + (j0 / 32) * kp * 32);
-                                    });
-                                  });
+  tileGemmCached<T, false>(p, threads, useCache);
+}
+
+// The 8-bit contraction (C in i32) on int8 tiles, in its sign mix.
+template <class T>
+void tileGemmBytes(const Problem& p, int threads, bool useCache) {
+  switch (tileSigns(p.aType, p.bType)) {
+    case 0: return tileGemmCached<T, true, 0>(p, threads, useCache);
+    case 1: return tileGemmCached<T, true, 1>(p, threads, useCache);
+    case 2: return tileGemmCached<T, true, 2>(p, threads, useCache);
+    default: return tileGemmCached<T, true, 3>(p, threads, useCache);
   }
-  splitWork(p, threads, 32, 32, [&](int64_t bi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-    TileGemm g;
-    g.a = static_cast<const uint16_t*>(p.a) + bi * p.sab;
-    g.sam = p.sam, g.sak = p.sak;
-    g.b = static_cast<const uint16_t*>(p.b) + bi * p.sbb;
-    g.sbk = p.sbk, g.sbn = p.sbn;
-    g.bPacked = pre.get();
-    g.c = p.c + bi * p.scb;
-    g.scm = p.scm, g.scn = p.scn;
-    g.m = p.m, g.n = p.n, g.k = p.k;
-    g.overwrite = p.overwrite;
-    tileBlock<T, false>(g, i0, i1, j0, j1);
-  });
 }
 
 // The int8 entry: C (=|+=) A . B with raw or packed B.

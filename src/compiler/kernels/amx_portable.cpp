@@ -14,6 +14,12 @@
 
 namespace {
 
+// A tile byte as tdpb*d reads it: signed or unsigned.
+template <int Signed>
+int32_t byteValue(uint8_t x) {
+  return Signed ? int32_t(int8_t(x)) : int32_t(x);
+}
+
 // The tile registers in memory; tdpbf16ps rounds through f32 like the hardware (which also
 // flushes denormals: the emulation does not, tests stay clear of them).
 struct EmulatedTiles : ScalarWords {
@@ -45,7 +51,7 @@ struct EmulatedTiles : ScalarWords {
     for (int r = 0; r < cfg.rows[t]; ++r)
       std::memcpy(static_cast<char*>(p) + r * stride, tiles[t].bytes[r], cfg.colsb[t]);
   }
-  template <bool Int8, int c, int a, int b>
+  template <bool Int8, int Signs, int c, int a, int b>
   static void dot() {
     const int rows = cfg.rows[c], cols = cfg.colsb[c] / 4, groups = cfg.colsb[a] / 4;
     for (int m = 0; m < rows; ++m)
@@ -55,7 +61,7 @@ struct EmulatedTiles : ScalarWords {
           std::memcpy(&acc, tiles[c].bytes[m] + 4 * n, 4);
           for (int g = 0; g < groups; ++g)
             for (int i = 0; i < 4; ++i)
-              acc += int32_t(tiles[a].bytes[m][4 * g + i]) * int32_t(int8_t(tiles[b].bytes[g][4 * n + i]));
+              acc += byteValue<Signs & 1>(tiles[a].bytes[m][4 * g + i]) * byteValue<Signs & 2>(tiles[b].bytes[g][4 * n + i]);
           std::memcpy(tiles[c].bytes[m] + 4 * n, &acc, 4);
         } else {
           float acc;
@@ -132,6 +138,8 @@ bool amxInt8GemmPacked(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_
 }
 
 void amxEmulatedBf16Gemm(const Problem& p) { tileGemmBf16<EmulatedTiles>(p, 1, p.bBase != nullptr); }
+
+void amxEmulatedBytes(const Problem& p) { tileGemmBytes<EmulatedTiles>(p, 1, p.bBase != nullptr); }
 
 void amxEmulatedInt8Gemm(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, const int8_t* b,
                          int64_t ldb, const void* packedB, int32_t* c, int64_t ldc, bool accumulate) {

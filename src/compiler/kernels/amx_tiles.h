@@ -59,12 +59,18 @@ struct HardwareTiles {
   static void zero() {
     _tile_zero(t);
   }
-  template <bool Int8, int c, int a, int b>
+  template <bool Int8, int Signs, int c, int a, int b>
   static void dot() {
-    if constexpr (Int8)
+    if constexpr (!Int8)
+      _tile_dpbf16ps(c, a, b);
+    else if constexpr (Signs == 0)
+      _tile_dpbuud(c, a, b);
+    else if constexpr (Signs == 1)
+      _tile_dpbsud(c, a, b);
+    else if constexpr (Signs == 2)
       _tile_dpbusd(c, a, b);
     else
-      _tile_dpbf16ps(c, a, b);
+      _tile_dpbssd(c, a, b);
   }
 };
 

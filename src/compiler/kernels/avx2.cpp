@@ -36,6 +36,12 @@ namespace radix::kernels {
 Path runAvx2(const Problem& p, int threads) { return runWith<V256, CfgF32>(p, threads); }
 }  // namespace radix::kernels
 
+#include "compiler/kernels/bytes_impl.h"
+
+namespace radix::kernels {
+void bytesGemmAvx2(const Problem& p, int threads) { bytesGemm(p, threads); }
+}  // namespace radix::kernels
+
 #include "compiler/kernels/conv_impl.h"
 
 namespace radix::kernels {

@@ -148,6 +148,12 @@ Path runAvx512(const Problem& p, int threads, bool bf16) {
 }
 }  // namespace radix::kernels
 
+#include "compiler/kernels/bytes_impl.h"
+
+namespace radix::kernels {
+void bytesGemmAvx512(const Problem& p, int threads) { bytesGemm(p, threads); }
+}  // namespace radix::kernels
+
 #include "compiler/kernels/conv_impl.h"
 
 namespace radix::kernels {

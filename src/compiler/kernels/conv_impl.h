@@ -287,12 +287,14 @@ void convGemm(const ConvGemmPlan& g, int threads) {
       case Elem::f32: return convGemmTyped<Cfg, EX, Elem::f32>(g, threads);
       case Elem::f16: return convGemmTyped<Cfg, EX, Elem::f16>(g, threads);
       case Elem::bf16: return convGemmTyped<Cfg, EX, Elem::bf16>(g, threads);
+      default: break;  // float convolutions only
     }
   };
   switch (g.xType) {
     case Elem::f32: return withY.template operator()<Elem::f32>();
     case Elem::f16: return withY.template operator()<Elem::f16>();
     case Elem::bf16: return withY.template operator()<Elem::bf16>();
+    default: break;  // float convolutions only
   }
 }
 
@@ -551,12 +553,14 @@ inline void convDirect(const ConvDirectPlan& p, int threads) {
       case Elem::f32: return convDirectTyped<EA, Elem::f32>(p, threads);
       case Elem::f16: return convDirectTyped<EA, Elem::f16>(p, threads);
       case Elem::bf16: return convDirectTyped<EA, Elem::bf16>(p, threads);
+      default: break;  // float convolutions only
     }
   };
   switch (p.aType) {
     case Elem::f32: return withB.template operator()<Elem::f32>();
     case Elem::f16: return withB.template operator()<Elem::f16>();
     case Elem::bf16: return withB.template operator()<Elem::bf16>();
+    default: break;  // float convolutions only
   }
 }
 

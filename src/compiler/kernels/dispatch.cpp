@@ -74,9 +74,8 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
   p.aType = static_cast<Elem>(types & 0xff);
   p.bType = static_cast<Elem>((types >> 8) & 0xff);
   p.overwrite = (types & kContractOverwrite) != 0;
-  const auto bytes = [](Elem e) { return e == Elem::f32 ? 4 : 2; };
-  p.a = reinterpret_cast<const char*>(aBase) + aOffset * bytes(p.aType);
-  p.b = reinterpret_cast<const char*>(bBase) + bOffset * bytes(p.bType);
+  p.a = reinterpret_cast<const char*>(aBase) + aOffset * elemBytes(p.aType);
+  p.b = reinterpret_cast<const char*>(bBase) + bOffset * elemBytes(p.bType);
   p.bBase = reinterpret_cast<const void*>(bBase);
   p.c = reinterpret_cast<float*>(cBase) + cOffset;
   p.batch = batch, p.m = m, p.n = n, p.k = k;
@@ -91,10 +90,17 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
                        static_cast<double>(k);
   if (omp_in_parallel() || flops < 1e6) t = 1;
   t = std::max(t, 1);
+  const bool bytes = isByte(p.aType);
   // Only the tiles write C without reading it first; elsewhere the dropped fill runs here.
-  if (p.overwrite && !(run == Isa::amx && amxTilesTake(p))) {
+  if (p.overwrite && !(bytes ? bytesOnTiles(p, run) : run == Isa::amx && amxTilesTake(p))) {
     zeroC(p, t);
     p.overwrite = false;
+  }
+  if (bytes) {
+    const Isa ran = runBytes(p, t, run);
+    counters[static_cast<int>(p.m == 1 || p.n == 1 ? Path::gemv : Path::gemm)][static_cast<int>(ran)].fetch_add(
+        1, std::memory_order_relaxed);
+    return;
   }
   Path path;
   switch (run) {
@@ -108,6 +114,22 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
 }
 
 namespace radix::kernels {
+
+bool bytesOnTiles(const Problem& p, Isa run) { return run == Isa::amx && p.m != 1 && p.n != 1 && amxInt8Available(); }
+
+Isa runBytes(const Problem& p, int threads, Isa run) {
+  if (bytesOnTiles(p, run)) {
+    amxBytesRun(p, threads);
+    return Isa::amx;
+  }
+  switch (run) {
+    case Isa::amx:
+    case Isa::avx512bf16:
+    case Isa::avx512: bytesGemmAvx512(p, threads); return Isa::avx512;
+    case Isa::avx2: bytesGemmAvx2(p, threads); return Isa::avx2;
+    default: bytesGemmX86_64(p, threads); return Isa::x86_64;
+  }
+}
 
 void zeroC(const Problem& p, int threads) {
   const int64_t rows = p.batch * p.m;

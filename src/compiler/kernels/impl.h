@@ -29,7 +29,7 @@ inline float loadScalar(const void* base, int64_t i) {
   return 0;
 }
 
-inline size_t elemSize(Elem e) { return e == Elem::f32 ? 4 : 2; }
+inline size_t elemSize(Elem e) { return static_cast<size_t>(elemBytes(e)); }
 
 // A vector of V::W f32 lanes loaded from an element type.
 template <class V, Elem E>
@@ -526,12 +526,14 @@ void gemm(const Problem& p, int threads) {
       case Elem::f32: return gemmTyped<Cfg, EA, Elem::f32>(p, threads);
       case Elem::f16: return gemmTyped<Cfg, EA, Elem::f16>(p, threads);
       case Elem::bf16: return gemmTyped<Cfg, EA, Elem::bf16>(p, threads);
+      default: break;  // 8-bit operands run bytes_impl.h's kernels
     }
   };
   switch (p.aType) {
     case Elem::f32: return withB.template operator()<Elem::f32>();
     case Elem::f16: return withB.template operator()<Elem::f16>();
     case Elem::bf16: return withB.template operator()<Elem::bf16>();
+    default: break;  // 8-bit operands run bytes_impl.h's kernels
   }
 }
 
@@ -673,6 +675,7 @@ bool gemv(const Problem& p, int threads) {
           case Elem::f32: x[k] = loadScalar<Elem::f32>(xb, k * sX); break;
           case Elem::f16: x[k] = loadScalar<Elem::f16>(xb, k * sX); break;
           case Elem::bf16: x[k] = loadScalar<Elem::bf16>(xb, k * sX); break;
+          default: break;  // 8-bit operands run bytes_impl.h's kernels
         }
       }
       const void* w = offsetPtr(wBase, wType, bi * sWb);
@@ -687,6 +690,7 @@ bool gemv(const Problem& p, int threads) {
         case Elem::f32: go.template operator()<Elem::f32>(); break;
         case Elem::f16: go.template operator()<Elem::f16>(); break;
         case Elem::bf16: go.template operator()<Elem::bf16>(); break;
+        default: break;  // 8-bit operands run bytes_impl.h's kernels
       }
     }
   };

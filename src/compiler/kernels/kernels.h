@@ -9,8 +9,13 @@ namespace radix::kernels {
 /// amx: avx512bf16 plus AMX-TILE/AMX-BF16 tiles (and the OS's tile permission, see hostIsa).
 enum class Isa : int32_t { x86_64 = 0, avx2 = 1, avx512 = 2, avx512bf16 = 3, amx = 4 };
 constexpr int kIsaCount = 5;
-/// Element types of the operands (C is always f32).
-enum class Elem : int32_t { f32 = 0, f16 = 1, bf16 = 2 };
+/// Element types of the operands: C is f32 for the floats, i32 for the 8-bit integers (which
+/// both operands then are).
+enum class Elem : int32_t { f32 = 0, f16 = 1, bf16 = 2, i8 = 3, u8 = 4 };
+/// i8 or u8: an integer contraction into i32. isByte(Elem::u8) -> true
+inline bool isByte(Elem e) { return e == Elem::i8 || e == Elem::u8; }
+/// Bytes of one element: elemBytes(Elem::bf16) -> 2
+inline int64_t elemBytes(Elem e) { return e == Elem::f32 ? 4 : isByte(e) ? 1 : 2; }
 /// The code path a call took.
 enum class Path : int32_t { gemm = 0, gemv = 1 };
 constexpr int kPathCount = 2;
@@ -25,7 +30,7 @@ struct Problem {
   const void* a = nullptr;
   const void* b = nullptr;
   const void* bBase = nullptr;  // B's buffer (b is bBase plus an offset): the packed-weight cache's key
-  float* c = nullptr;
+  float* c = nullptr;           // int32_t* for 8-bit operands
   Elem aType = Elem::f32, bType = Elem::f32;
   int64_t batch = 1, m = 1, n = 1, k = 1;
   int64_t sab = 0, sam = 0, sak = 0;
@@ -66,6 +71,15 @@ Path runX86_64(const Problem& p, int threads);
 Path runAvx2(const Problem& p, int threads);
 Path runAvx512(const Problem& p, int threads, bool bf16);
 Path runAmx(const Problem& p, int threads);
+/// The 8-bit contractions (C in i32) without tiles, compiled for each ISA (bytes_impl.h).
+void bytesGemmX86_64(const Problem& p, int threads);
+void bytesGemmAvx2(const Problem& p, int threads);
+void bytesGemmAvx512(const Problem& p, int threads);
+/// Whether runBytes puts an 8-bit contraction on the int8 tiles when the host runs `run`.
+bool bytesOnTiles(const Problem& p, Isa run);
+/// An 8-bit contraction (C in i32): on int8 tiles where bytesOnTiles, else the ISA's blocked kernel.
+/// Returns the ISA that ran it (amx for the tiles).
+Isa runBytes(const Problem& p, int threads, Isa run);
 
 }  // namespace radix::kernels
 

@@ -95,6 +95,33 @@ bool isMulAddBody(mlir::linalg::GenericOp op) {
   return true;
 }
 
+// Body: yield(addi(acc, muli(ext(a), ext(b)))), exts from i8 to i32 (extsi: i8, extui: u8), in any
+// operand order: the Elems of operands 0 and 1.
+std::optional<std::pair<Elem, Elem>> byteMulAddTypes(mlir::linalg::GenericOp op) {
+  mlir::Block& body = op.getRegion().front();
+  if (body.getOperations().size() != 5 || !body.getArgument(2).getType().isInteger(32)) return std::nullopt;
+  auto yield = mlir::cast<mlir::linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getNumOperands() == 1 ? yield.getOperand(0).getDefiningOp<mlir::arith::AddIOp>() : nullptr;
+  if (!add) return std::nullopt;
+  mlir::Value acc = body.getArgument(2);
+  mlir::Value product = add.getLhs() == acc ? add.getRhs() : add.getRhs() == acc ? add.getLhs() : mlir::Value();
+  auto mul = product ? product.getDefiningOp<mlir::arith::MulIOp>() : nullptr;
+  if (!mul || !mul->hasOneUse()) return std::nullopt;
+  Elem types[2];
+  bool seen[2] = {false, false};
+  for (mlir::Value v : {mul.getLhs(), mul.getRhs()}) {
+    mlir::Operation* ext = v.getDefiningOp();
+    if (!ext || !mlir::isa<mlir::arith::ExtSIOp, mlir::arith::ExtUIOp>(ext) || !ext->getOperand(0).getType().isInteger(8))
+      return std::nullopt;
+    auto arg = mlir::dyn_cast<mlir::BlockArgument>(ext->getOperand(0));
+    if (!arg || arg.getOwner() != &body || arg.getArgNumber() > 1 || seen[arg.getArgNumber()] || !arg.hasOneUse())
+      return std::nullopt;
+    seen[arg.getArgNumber()] = true;
+    types[arg.getArgNumber()] = mlir::isa<mlir::arith::ExtSIOp>(ext) ? Elem::i8 : Elem::u8;
+  }
+  return std::make_pair(types[0], types[1]);
+}
+
 using Dim = ContractionDim;
 
 // Merges dims of one group into as few strided dims as their strides allow, largest first.
@@ -122,7 +149,8 @@ using Plan = ContractionPlan;
 
 std::optional<Plan> planFor(mlir::linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) return std::nullopt;
-  if (!isMulAddBody(op)) return std::nullopt;
+  const std::optional<std::pair<Elem, Elem>> bytes = byteMulAddTypes(op);
+  if (!bytes && !isMulAddBody(op)) return std::nullopt;
   mlir::Value operands[3] = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
                              op.getDpsInitOperand(0)->get()};
   mlir::MemRefType types[3];
@@ -133,15 +161,21 @@ std::optional<Plan> planFor(mlir::linalg::GenericOp op) {
     types[x] = mlir::cast<mlir::MemRefType>(operands[x].getType());
     strides[x] = std::move(*st);
   }
-  if (!types[2].getElementType().isF32()) return std::nullopt;
-  // Operand element types: as stored (the body widens them with extf) or f32.
-  mlir::Block& body = op.getRegion().front();
-  std::optional<Elem> ea = elemOf(types[0].getElementType()), eb = elemOf(types[1].getElementType());
-  if (!ea || !eb) return std::nullopt;
-  for (int x = 0; x < 2; ++x) {
-    mlir::Type stored = types[x].getElementType();
-    for (mlir::Operation* user : body.getArgument(x).getUsers())
-      if (!mlir::isa<mlir::arith::ExtFOp>(user) && !stored.isF32()) return std::nullopt;
+  std::optional<Elem> ea, eb;
+  if (bytes) {
+    if (!types[2].getElementType().isInteger(32)) return std::nullopt;
+    ea = bytes->first, eb = bytes->second;
+  } else {
+    if (!types[2].getElementType().isF32()) return std::nullopt;
+    // Operand element types: as stored (the body widens them with extf) or f32.
+    mlir::Block& body = op.getRegion().front();
+    ea = elemOf(types[0].getElementType()), eb = elemOf(types[1].getElementType());
+    if (!ea || !eb) return std::nullopt;
+    for (int x = 0; x < 2; ++x) {
+      mlir::Type stored = types[x].getElementType();
+      for (mlir::Operation* user : body.getArgument(x).getUsers())
+        if (!mlir::isa<mlir::arith::ExtFOp>(user) && !stored.isF32()) return std::nullopt;
+    }
   }
   const auto maps = op.getIndexingMapsArray();
   const auto ranges = op.getStaticLoopRanges();
@@ -416,7 +450,9 @@ int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target
     // On AMX the tiles start C from zero instead of loading the fill's zeros (bf16 1024^3 reads
     // and writes 4 MB less); a call per loop step would overwrite the previous steps' sums.
     int64_t flags = 0;
-    if (isa == Isa::amx && amxTilesTake(plan.aType, plan.bType, plan.m.size, plan.n.size) && plan.loops.empty())
+    const bool tiles = isByte(plan.aType) ? plan.m.size != 1 && plan.n.size != 1
+                                          : amxTilesTake(plan.aType, plan.bType, plan.m.size, plan.n.size);
+    if (isa == Isa::amx && tiles && plan.loops.empty())
       if (mlir::Operation* fill = zeroFillBefore(op)) {
         flags = kContractOverwrite;
         fill->erase();

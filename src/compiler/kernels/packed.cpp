@@ -148,7 +148,7 @@ std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t byt
     if (pin == c.pins.end()) return nullptr;
     const int64_t offset = static_cast<const char*>(p.b) - static_cast<const char*>(p.bBase);
     // The last element B reads must lie in the pinned buffer (else B is not that buffer's).
-    const int64_t eb = p.bType == Elem::f32 ? 4 : 2;
+    const int64_t eb = elemBytes(p.bType);
     const int64_t last = offset + ((p.k - 1) * p.sbk + (p.n - 1) * p.sbn) * eb + eb;
     if (offset < 0 || p.sbk < 0 || p.sbn < 0 || last > static_cast<int64_t>(pin->second.bytes)) return nullptr;
     key = Key{p.bBase, pin->second.generation, offset, p.k, p.n, p.sbk, p.sbn, static_cast<int32_t>(p.bType), layout};

@@ -57,8 +57,11 @@ struct CfgF32 {
 
 }  // namespace
 
+#include "compiler/kernels/bytes_impl.h"
+
 namespace radix::kernels {
 Path runX86_64(const Problem& p, int threads) { return runWith<V128, CfgF32>(p, threads); }
+void bytesGemmX86_64(const Problem& p, int threads) { bytesGemm(p, threads); }
 }  // namespace radix::kernels
 
 #include "compiler/kernels/conv_impl.h"
