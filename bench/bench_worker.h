@@ -59,6 +59,11 @@ inline float benchValue(uint64_t i, uint32_t seed) {
   return static_cast<float>(static_cast<int>(h >> 24) - 128) / 128.0f;
 }
 
+/// The int8 figures' inputs, the same hash as integers: A as u8 (benchValue * 128 + 128), B as s8
+/// (benchValue * 128).
+inline int benchI8(uint64_t i, uint32_t seed) { return static_cast<int>(benchValue(i, seed) * 128.0f); }
+inline int benchU8(uint64_t i, uint32_t seed) { return benchI8(i, seed) + 128; }
+
 inline std::vector<float> benchValues(int64_t n, uint32_t seed, float scale = 1.0f, float offset = 0.0f) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = offset + scale * benchValue(static_cast<uint64_t>(i), seed);
@@ -73,7 +78,8 @@ inline std::vector<float> benchValues(int64_t n, uint32_t seed, float scale = 1.
 inline int weightCopies(const Figure& f) {
   const bool gemv = f.kind == "gemv";
   if (!gemv && !(f.kind == "gemm" && f.dims.size() == 3 && f.dims[0] <= 64)) return 1;
-  const int64_t bytes = (gemv ? f.dims[0] * f.dims[1] : f.dims[1] * f.dims[2]) * (f.dtype == "bf16" ? 2 : 4);
+  const int64_t bytes = (gemv ? f.dims[0] * f.dims[1] : f.dims[1] * f.dims[2]) *
+                        (f.dtype == "bf16" ? 2 : f.dtype == "i8" ? 1 : 4);
   const int64_t want = bytes > 0 ? ((int64_t{256} << 20) + bytes - 1) / bytes : 1;
   return static_cast<int>(std::min<int64_t>(16, std::max<int64_t>(1, want)));
 }

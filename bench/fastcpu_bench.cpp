@@ -33,7 +33,7 @@
 // figure of the same kind) to take longer than --max-call is skipped and printed as "skip".
 //
 // Correctness: inputs are the same in every worker (bench::benchValue); err = max|x - ref| /
-// max|ref|, and above 1e-4 (f32) or 1e-2 (bf16 outputs) the line says WRONG (exit status 1). A
+// max|ref|, and above 1e-4 (f32), 1e-2 (bf16 outputs) or 1e-6 (i8: exact s32) the line says WRONG (exit status 1). A
 // GEMM output must match 256 sampled entries computed in double here and, over all entries, the
 // closest peer among those that match the samples; the other figures' outputs are compared, all
 // entries, with a reference computed in double here. A peer that disagrees gets a warning line.
@@ -111,7 +111,20 @@ class RadixBackend : public bench::Backend {
       for (int64_t x : dims) n *= x;
       return Tensor::fromValues(platform_, Shape(dims, dtype), bench::benchValues(n, seed, scale, offset));
     };
-    if (f.kind == "gemm" || f.kind == "gemv") {
+    if (f.kind == "gemm" && f.dtype == "i8") {  // u8 x s8 -> s32
+      std::vector<float> av(d[0] * d[2]), bv(d[2] * d[1]);
+      for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<float>(bench::benchU8(i, bench::kSeedA));
+      for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(bench::benchI8(i, bench::kSeedB));
+      std::vector<Tensor> weights;
+      for (int i = 0; i < bench::weightCopies(f); ++i)
+        weights.push_back(Tensor::fromValues(platform_, Shape({d[2], d[1]}, DType::i8), bv));
+      const Tensor x = Tensor::fromValues(platform_, Shape({d[0], d[2]}, DType::u8), av);
+      auto exe = radix::compile(
+          platform_, [](const Tensor& w, const Tensor& a) { return a.dotGeneral(w, {{1, 0}}, {}, DType::i32); },
+          weights[0], x);
+      auto call = std::make_shared<size_t>(0);
+      run_ = [exe, weights, x, call] { return exe(weights[(*call)++ % weights.size()], x); };
+    } else if (f.kind == "gemm" || f.kind == "gemv") {
       const bool gemv = f.kind == "gemv";
       // The weight (gemv's W, gemm's B) in bench::weightCopies copies, one per call in turn.
       std::vector<Tensor> weights;
@@ -547,6 +560,14 @@ std::vector<FigureSpec> figures() {
                      {"onednn", "openblas", "torch"}});
     }
   }
+  // int8: u8 activations x s8 weights -> s32 (oneDNN's int8 matmul; GOP/s in the GFLOP/s column).
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1024, 1024, 1024}, {64, 4096, 4096}, {61, 1023, 517}}) {
+    std::string name = "gemm i8 " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    if (n == 4096) name += " (mlp)";
+    if (m % 8 != 0) name += " (odd)";
+    out.push_back({name, "gemm i8 " + std::to_string(m) + " " + std::to_string(n) + " " + std::to_string(k), true,
+                   2.0 * m * n * k, 1e-6, {"onednn"}});
+  }
   const double n16m = 16.0 * 1024 * 1024, sq = 4096.0 * 4096;
   out.push_back({"gemv f32 4096x4096", "gemv f32 4096 4096", false, sq * 4, 1e-4, {"onednn", "openblas", "torch"}});
   out.push_back({"gemv bf16 4096x4096", "gemv bf16 4096 4096", false, sq * 2, 1e-2, {"onednn", "torch"}});
@@ -618,11 +639,13 @@ std::vector<double> reference(const Figure& f, const std::vector<int64_t>& sampl
   std::vector<double> out;
   if (f.kind == "gemm") {
     const int64_t n = d[1], k = d[2];
+    const bool i8 = f.dtype == "i8";
     for (int64_t idx : samples) {
       const int64_t i = idx / n, j = idx % n;
       double s = 0;
       for (int64_t p = 0; p < k; ++p)
-        s += double(bench::benchValue(i * k + p, bench::kSeedA)) * bench::benchValue(p * n + j, bench::kSeedB);
+        s += i8 ? double(bench::benchU8(i * k + p, bench::kSeedA)) * bench::benchI8(p * n + j, bench::kSeedB)
+                : double(bench::benchValue(i * k + p, bench::kSeedA)) * bench::benchValue(p * n + j, bench::kSeedB);
       out.push_back(s);
     }
   } else if (f.kind == "conv") {
@@ -760,8 +783,8 @@ class Driver {
     std::printf("radix-bench-cpu: best of %d interleaved reps (>= %.0f ms each) after a warm-up; caps: %.0f s of reps per"
                 " worker and figure, %.0f s per call\n",
                 options_.reps, options_.minRep * 1e3, options_.cap, options_.maxCall);
-    std::printf("GEMM MxNxK: C[M,N] = A[M,K] B[K,N], GFLOP/s = 2MNK/s, bf16 in and out with f32 accumulation; GB/s: gemv"
-                " weight bytes, softmax/rmsnorm/tanh/gelu 8 B/elem, triad 12 B/elem\n");
+    std::printf("GEMM MxNxK: C[M,N] = A[M,K] B[K,N], GFLOP/s = 2MNK/s, bf16 in and out with f32 accumulation, i8: u8 A x s8 B"
+                " -> s32 C (GOP/s); GB/s: gemv weight bytes, softmax/rmsnorm/tanh/gelu 8 B/elem, triad 12 B/elem\n");
     std::printf("attention HxNxD: causal softmax(q k^T / sqrt(D)) v, q, k, v {H, N, D}, GFLOP/s = 2 H N^2 D / s\n");
     std::printf("n/a: the implementation has no such kernel or is missing (--verbose says why); skip: predicted to take"
                 " > %.0f s per call; >Ns: killed after N s; *: one rep only\n",

@@ -40,6 +40,8 @@ class OneDnn : public bench::Backend {
     weiBf16_.clear();
     outF32_.clear();
     outBf16_.clear();
+    outS32_.clear();
+    weiS8_.clear();
     bf16Out_ = false;
     const auto& d = f.dims;
     if (f.kind == "gemm" && f.dtype == "f32") {
@@ -70,34 +72,27 @@ class OneDnn : public bench::Backend {
       // gemv: src = x [1,K], weights = W^T, i.e. W [N,K] row-major seen as {K,N} with tag ba.
       dnnl::memory::desc src({m, k}, dt::bf16, tag::ab), wei({k, n}, dt::bf16, gemv ? tag::ba : tag::ab),
           dst({m, n}, dt::bf16, tag::ab);
-      // RADIX_BENCH_ONEDNN_WEIGHTS=packed: the weights in the layout oneDNN picks (tag::any),
-      // reordered once here, as a framework does at load time; default: the plain weights.
-      const char* mode = std::getenv("RADIX_BENCH_ONEDNN_WEIGHTS");
-      const bool packed = mode && std::string(mode) == "packed";
-      const dnnl::memory::desc weiAny({k, n}, dt::bf16, tag::any);
-      auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, packed ? weiAny : wei, dst), engine_);
       srcBf16_ = toBf16(bench::benchValues(m * k, gemv ? bench::kSeedX : bench::kSeedA));
       weiBf16_.assign(bench::weightCopies(f), toBf16(bench::benchValues(k * n, gemv ? bench::kSeedW : bench::kSeedB)));
       outBf16_.assign(m * n, 0);
       bf16Out_ = true;
-      auto prim = std::make_shared<dnnl::matmul>(pd);
-      auto srcMem = std::make_shared<dnnl::memory>(src, engine_, srcBf16_.data());
-      auto dstMem = std::make_shared<dnnl::memory>(dst, engine_, outBf16_.data());
-      auto weiMems = std::make_shared<std::vector<dnnl::memory>>();
-      for (auto& w : weiBf16_) {
-        if (!packed) {
-          weiMems->emplace_back(wei, engine_, w.data());
-          continue;
-        }
-        dnnl::memory plain(wei, engine_, w.data());
-        weiMems->emplace_back(pd.weights_desc(), engine_);
-        dnnl::reorder(plain, weiMems->back()).execute(stream_, plain, weiMems->back());
-        stream_.wait();
-      }
-      run_ = [=, this] {
-        prim->execute(stream_, {{DNNL_ARG_SRC, *srcMem}, {DNNL_ARG_WEIGHTS, next(*weiMems)}, {DNNL_ARG_DST, *dstMem}});
-        stream_.wait();
-      };
+      std::vector<void*> weights;
+      for (auto& w : weiBf16_) weights.push_back(w.data());
+      matmul(src, srcBf16_.data(), wei, weights, dst, outBf16_.data());
+      return "";
+    }
+    if (f.kind == "gemm" && f.dtype == "i8") {  // u8 x s8 -> s32
+      const int64_t m = d[0], n = d[1], k = d[2];
+      dnnl::memory::desc src({m, k}, dt::u8, tag::ab), wei({k, n}, dt::s8, tag::ab), dst({m, n}, dt::s32, tag::ab);
+      srcU8_.resize(m * k);
+      for (int64_t i = 0; i < m * k; ++i) srcU8_[i] = static_cast<uint8_t>(bench::benchU8(i, bench::kSeedA));
+      std::vector<int8_t> w(k * n);
+      for (int64_t i = 0; i < k * n; ++i) w[i] = static_cast<int8_t>(bench::benchI8(i, bench::kSeedB));
+      weiS8_.assign(bench::weightCopies(f), w);
+      outS32_.assign(m * n, 0);
+      std::vector<void*> weights;
+      for (auto& copy : weiS8_) weights.push_back(copy.data());
+      matmul(src, srcU8_.data(), wei, weights, dst, outS32_.data());
       return "";
     }
     if (f.kind == "attention") return setupAttention(f);
@@ -223,7 +218,37 @@ class OneDnn : public bench::Backend {
 
   void run() override { run_(); }
 
+  // run_ = one matmul per call, cycling through the weight copies. RADIX_BENCH_ONEDNN_WEIGHTS=packed:
+  // the weights in the layout oneDNN picks (tag::any), reordered once here, as a framework does at
+  // load time; default: the plain weights.
+  void matmul(const dnnl::memory::desc& src, void* srcData, const dnnl::memory::desc& wei,
+              const std::vector<void*>& weights, const dnnl::memory::desc& dst, void* dstData) {
+    const char* mode = std::getenv("RADIX_BENCH_ONEDNN_WEIGHTS");
+    const bool packed = mode && std::string(mode) == "packed";
+    const dnnl::memory::desc weiAny(wei.dims(), wei.data_type(), tag::any);
+    auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, packed ? weiAny : wei, dst), engine_);
+    auto prim = std::make_shared<dnnl::matmul>(pd);
+    auto srcMem = std::make_shared<dnnl::memory>(src, engine_, srcData);
+    auto dstMem = std::make_shared<dnnl::memory>(dst, engine_, dstData);
+    auto weiMems = std::make_shared<std::vector<dnnl::memory>>();
+    for (void* w : weights) {
+      if (!packed) {
+        weiMems->emplace_back(wei, engine_, w);
+        continue;
+      }
+      dnnl::memory plain(wei, engine_, w);
+      weiMems->emplace_back(pd.weights_desc(), engine_);
+      dnnl::reorder(plain, weiMems->back()).execute(stream_, plain, weiMems->back());
+      stream_.wait();
+    }
+    run_ = [=, this] {
+      prim->execute(stream_, {{DNNL_ARG_SRC, *srcMem}, {DNNL_ARG_WEIGHTS, next(*weiMems)}, {DNNL_ARG_DST, *dstMem}});
+      stream_.wait();
+    };
+  }
+
   std::vector<float> output() override {
+    if (!outS32_.empty()) return std::vector<float>(outS32_.begin(), outS32_.end());
     if (!bf16Out_) return outF32_;
     std::vector<float> out(outBf16_.size());
     for (size_t i = 0; i < out.size(); ++i) out[i] = bench::fromBf16(outBf16_[i]);
@@ -250,6 +275,9 @@ class OneDnn : public bench::Backend {
   std::vector<float> a_, b_, c_, outF32_, mask_, scores_;
   std::vector<uint16_t> srcBf16_, outBf16_, kBf16_, vBf16_, probs_;
   std::vector<std::vector<uint16_t>> weiBf16_;
+  std::vector<uint8_t> srcU8_;
+  std::vector<std::vector<int8_t>> weiS8_;
+  std::vector<int32_t> outS32_;
   std::vector<std::vector<float>> copies_;  // of the weight, cycled through (bench::weightCopies)
   size_t call_ = 0;
   bool bf16Out_ = false;
