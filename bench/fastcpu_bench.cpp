@@ -15,10 +15,10 @@
 // compiled code LLVM's libomp: no process holds two OpenMP runtimes). Radix gets
 // CompileOptions::threads = T, PyTorch torch.set_num_threads(T). The driver runs one worker at a
 // time and interleaves them: after warm-up calls (a first one, then two per weight copy, so that
-// weights packed once are packed), round r runs one rep of every worker (in an
-// order rotated each round), r = 1..N; a rep is `iters` back-to-back calls (iters makes a rep last
-// >= 30 ms) after one untimed call (calls under 30 ms), and the figure is the best rep. With T > 1 the driver waits after each rep until the
-// worker's process stops using CPU (OpenMP threads spin for a while after a parallel region), so
+// weights packed once are packed), round r runs one rep of every worker (in an order rotated each
+// round), r = 1..N; a rep is `iters` back-to-back calls (iters makes a rep last >= 30 ms) after
+// one untimed call (calls under 30 ms), and the figure is the best rep. With T > 1 the driver
+// waits after each rep until the worker's process stops using CPU (OpenMP threads spin for a while after a parallel region), so
 // that no worker competes with the next one for the 2 cores. Each worker reports the CPU time of
 // its reps too: cpu/wall ~ T shows the threads really ran (printed in the thread summary).
 //
@@ -561,7 +561,8 @@ std::vector<FigureSpec> figures() {
     }
   }
   // int8: u8 activations x s8 weights -> s32 (oneDNN's int8 matmul; GOP/s in the GFLOP/s column).
-  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1024, 1024, 1024}, {64, 4096, 4096}, {61, 1023, 517}}) {
+  const std::vector<std::array<int64_t, 3>> int8Gemms = {{1024, 1024, 1024}, {64, 4096, 4096}, {61, 1023, 517}};
+  for (const auto& [m, n, k] : int8Gemms) {
     std::string name = "gemm i8 " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
     if (n == 4096) name += " (mlp)";
     if (m % 8 != 0) name += " (odd)";
@@ -783,8 +784,8 @@ class Driver {
     std::printf("radix-bench-cpu: best of %d interleaved reps (>= %.0f ms each) after a warm-up; caps: %.0f s of reps per"
                 " worker and figure, %.0f s per call\n",
                 options_.reps, options_.minRep * 1e3, options_.cap, options_.maxCall);
-    std::printf("GEMM MxNxK: C[M,N] = A[M,K] B[K,N], GFLOP/s = 2MNK/s, bf16 in and out with f32 accumulation, i8: u8 A x s8 B"
-                " -> s32 C (GOP/s); GB/s: gemv weight bytes, softmax/rmsnorm/tanh/gelu 8 B/elem, triad 12 B/elem\n");
+    std::printf("GEMM MxNxK: C[M,N] = A[M,K] B[K,N], GFLOP/s = 2MNK/s, bf16 in and out with f32 accumulation,"
+                " i8: u8 A x s8 B -> s32 C (GOP/s); GB/s: gemv weight bytes, softmax/rmsnorm/tanh/gelu 8 B/elem, triad 12 B/elem\n");
     std::printf("attention HxNxD: causal softmax(q k^T / sqrt(D)) v, q, k, v {H, N, D}, GFLOP/s = 2 H N^2 D / s\n");
     std::printf("n/a: the implementation has no such kernel or is missing (--verbose says why); skip: predicted to take"
                 " > %.0f s per call; >Ns: killed after N s; *: one rep only\n",

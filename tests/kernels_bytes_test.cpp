@@ -82,7 +82,8 @@ BytesData make(const BytesCase& t, unsigned seed) {
       for (int64_t j = 0; j < t.n; ++j) {
         int64_t s = d.c[bi * p.scb + i * ldc + j];
         for (int64_t q = 0; q < t.k; ++q)
-          s += value(t.a, d.a[bi * p.sab + i * p.sam + q * p.sak]) * value(t.b, d.b[bi * p.sbb + q * p.sbk + j * p.sbn]);
+          s += value(t.a, d.a[bi * p.sab + i * p.sam + q * p.sak]) *
+               value(t.b, d.b[bi * p.sbb + q * p.sbk + j * p.sbn]);
         d.want[bi * p.scb + i * ldc + j] = static_cast<int32_t>(s);
       }
   return d;

@@ -61,7 +61,8 @@ struct EmulatedTiles : ScalarWords {
           std::memcpy(&acc, tiles[c].bytes[m] + 4 * n, 4);
           for (int g = 0; g < groups; ++g)
             for (int i = 0; i < 4; ++i)
-              acc += byteValue<Signs & 1>(tiles[a].bytes[m][4 * g + i]) * byteValue<Signs & 2>(tiles[b].bytes[g][4 * n + i]);
+              acc += byteValue<Signs & 1>(tiles[a].bytes[m][4 * g + i]) *
+                     byteValue<Signs & 2>(tiles[b].bytes[g][4 * n + i]);
           std::memcpy(tiles[c].bytes[m] + 4 * n, &acc, 4);
         } else {
           float acc;

@@ -111,7 +111,8 @@ std::optional<std::pair<Elem, Elem>> byteMulAddTypes(mlir::linalg::GenericOp op)
   bool seen[2] = {false, false};
   for (mlir::Value v : {mul.getLhs(), mul.getRhs()}) {
     mlir::Operation* ext = v.getDefiningOp();
-    if (!ext || !mlir::isa<mlir::arith::ExtSIOp, mlir::arith::ExtUIOp>(ext) || !ext->getOperand(0).getType().isInteger(8))
+    if (!mlir::isa_and_nonnull<mlir::arith::ExtSIOp, mlir::arith::ExtUIOp>(ext) ||
+        !ext->getOperand(0).getType().isInteger(8))
       return std::nullopt;
     auto arg = mlir::dyn_cast<mlir::BlockArgument>(ext->getOperand(0));
     if (!arg || arg.getOwner() != &body || arg.getArgNumber() > 1 || seen[arg.getArgNumber()] || !arg.hasOneUse())
