@@ -112,6 +112,11 @@ TEST(KernelsBytes, Avx512KernelIsExact) {
   for (int threads : {1, 2}) expectEveryCase([&](const kernels::Problem& p) { kernels::bytesGemmAvx512(p, threads); });
 }
 
+TEST(KernelsBytes, Avx512VnniKernelIsExactForEverySignMix) {
+  if (kernels::hostIsa() < Isa::avx512 || !kernels::hostHasAvx512Vnni()) GTEST_SKIP() << "host lacks avx512_vnni";
+  for (int threads : {1, 2}) expectEveryCase([&](const kernels::Problem& p) { kernels::bytesGemmVnni(p, threads); });
+}
+
 TEST(KernelsBytes, EmulatedInt8TilesAreExactForEverySignMix) {
   expectEveryCase([](const kernels::Problem& p) { kernels::amxEmulatedBytes(p); });
 }

@@ -115,6 +115,11 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
 
 namespace radix::kernels {
 
+bool hostHasAvx512Vnni() {
+  static const bool vnni = (__builtin_cpu_init(), __builtin_cpu_supports("avx512vnni") != 0);
+  return vnni;
+}
+
 bool bytesOnTiles(const Problem& p, Isa run) { return run == Isa::amx && p.m != 1 && p.n != 1 && amxInt8Available(); }
 
 Isa runBytes(const Problem& p, int threads, Isa run) {
@@ -125,7 +130,12 @@ Isa runBytes(const Problem& p, int threads, Isa run) {
   switch (run) {
     case Isa::amx:
     case Isa::avx512bf16:
-    case Isa::avx512: bytesGemmAvx512(p, threads); return Isa::avx512;
+    case Isa::avx512:
+      if (hostHasAvx512Vnni())
+        bytesGemmVnni(p, threads);
+      else
+        bytesGemmAvx512(p, threads);
+      return Isa::avx512;
     case Isa::avx2: bytesGemmAvx2(p, threads); return Isa::avx2;
     default: bytesGemmX86_64(p, threads); return Isa::x86_64;
   }

@@ -75,6 +75,9 @@ Path runAmx(const Problem& p, int threads);
 void bytesGemmX86_64(const Problem& p, int threads);
 void bytesGemmAvx2(const Problem& p, int threads);
 void bytesGemmAvx512(const Problem& p, int threads);
+/// vpdpbusd tiles (bytes_vnni.cpp): only where the CPU has AVX-512 VNNI (hostHasAvx512Vnni).
+void bytesGemmVnni(const Problem& p, int threads);
+bool hostHasAvx512Vnni();
 /// Whether runBytes puts an 8-bit contraction on the int8 tiles when the host runs `run`.
 bool bytesOnTiles(const Problem& p, Isa run);
 /// An 8-bit contraction (C in i32): on int8 tiles where bytesOnTiles, else the ISA's blocked kernel.
