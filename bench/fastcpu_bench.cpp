@@ -83,6 +83,13 @@ class RadixBackend : public bench::Backend {
   explicit RadixBackend(int threads) : threads_(threads) {
     radix::CompileOptions options;
     options.threads = threads;
+    // RADIX_BENCH_TARGET=cpu[:features] compiles for another target than the host (the paths a
+    // CPU without some feature takes, e.g. "sapphirerapids:-amx-tile").
+    if (const char* target = std::getenv("RADIX_BENCH_TARGET")) {
+      const std::string t = target;
+      options.targetCpu = t.substr(0, t.find(':'));
+      if (t.find(':') != std::string::npos) options.targetFeatures = t.substr(t.find(':') + 1);
+    }
     platform_ = radix::Platform::cpu().withOptions(options);
   }
 
@@ -908,7 +915,7 @@ class Driver {
       // Their rate, not the first call's, sets the rep's length.
       const int again = 2 * bench::weightCopies(figure);
       double perCall = t->wall;
-      if (t->wall * again < options_.cap) {
+      if (t->wall * again < std::max(options_.cap, 10.0)) {
         const auto steady = timed(*w, again, t->wall * again * 5 + 30);
         if (!steady) {
           m.text = "n/a";
