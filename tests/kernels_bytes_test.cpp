@@ -13,6 +13,7 @@
 
 #include "compiler/kernels/amx.h"
 #include "compiler/kernels/kernels.h"
+#include "compiler/kernels/packed.h"
 
 namespace {
 
@@ -201,11 +202,18 @@ TEST(KernelsBytes, CompiledInt8GemmTakesThePathTheTargetNames) {
     Tensor a = Tensor::fromValues(cpu, Shape({m, k}, DType::u8), av);
     Tensor b = Tensor::fromValues(cpu, Shape({k, n}, DType::i8), bv);
     auto fn = [](Tensor x, Tensor w) { return x.dotGeneral(w, {{1, 0}}, {}, DType::i32); };
-    const uint64_t before = kernels::callCount(kernels::Path::gemm, r.runs);
-    Tensor y = radix::compile(cpu, fn, a, b)(a, b);
-    EXPECT_GT(kernels::callCount(kernels::Path::gemm, r.runs), before) << "not on " << kernels::isaName(r.runs);
-    EXPECT_EQ(y.shape(), Shape({m, n}, DType::i32));
-    EXPECT_EQ(y.toVector<int64_t>(), want);
+    auto exe = radix::compile(cpu, fn, a, b);
+    const uint64_t hitsBefore = kernels::packedCacheStats().hits;
+    for (int call = 0; call < 3; ++call) {  // the weight seen, packed whole, then read from the cache
+      SCOPED_TRACE("call " + std::to_string(call));
+      const uint64_t before = kernels::callCount(kernels::Path::gemm, r.runs);
+      Tensor y = exe(a, b);
+      EXPECT_GT(kernels::callCount(kernels::Path::gemm, r.runs), before) << "not on " << kernels::isaName(r.runs);
+      EXPECT_EQ(y.shape(), Shape({m, n}, DType::i32));
+      EXPECT_EQ(y.toVector<int64_t>(), want);
+    }
+    if (r.runs == Isa::amx || (r.runs == Isa::avx512 && kernels::hostHasAvx512Vnni()))
+      EXPECT_GT(kernels::packedCacheStats().hits, hitsBefore) << "B never came from the packed-weight cache";
   }
 }
 

@@ -1,7 +1,9 @@
 #pragma once
-// AMX outside the contraction dispatch: the tile permission, and the int8 tile GEMM (tdpbusd,
-// u8 x s8 -> s32) that the quantized prompt path calls. Every function here runs on any x86-64
-// CPU: the ones that use tiles check the CPU and the OS permission first and return false.
+// AMX outside the contraction dispatch: the tile permission, a direct u8 x s8 -> s32 entry to the
+// int8 tile driver with B raw or packed by the caller (compiled i8/u8 contractions reach the same
+// driver through runBytes), the quantized prompt path's bf16 rows GEMM, and the drivers on emulated
+// tiles for tests. Every function here runs on any x86-64 CPU: the ones that use tiles check the
+// CPU and the OS permission first and return false.
 #include <cstddef>
 #include <cstdint>
 
