@@ -24,6 +24,7 @@ namespace {
 
 constexpr int MR = 8, NR = 32;
 constexpr int64_t MC = 256, KC = 1024;  // KC a multiple of 4
+static_assert(MC % MR == 0, "A's scratch holds whole row tiles of a block");
 
 // The packed B: panels of kq quads x NR columns x 4 bytes, then the column sums of the stored
 // (shifted) values over all of K, one int32 per column rounded up to a panel.
