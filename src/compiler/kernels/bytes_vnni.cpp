@@ -3,7 +3,7 @@
 // panels of k quads ([k/4][32][4], from the packed-weight cache when it is a constant argument),
 // A per 8-row tile ([k/4][8][4]); 8 x 32 tiles of 16 zmm accumulators. Sign mixes other than
 // u8 x s8 are shifted into it (a + 128, b - 128 by flipping the top bit) and corrected once per
-// element of C: sum a b = sum a' b' + beta sum_k a' - alpha sum_k b' - alpha beta K.
+// element of C (which the first K block stores rather than adds to under `overwrite`): sum a b = sum a' b' + beta sum_k a' - alpha sum_k b' - alpha beta K.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -103,10 +103,10 @@ void packTile(const uint8_t* a, int64_t sam, int64_t sak, int64_t i0, int mr, in
   }
 }
 
-// C[mr x nr] (row stride scm, column stride scn) += the tile's sums over kq quads; `ahead` (the
-// next panel's quads, or null) is fetched step by step meanwhile.
+// C[mr x nr] (row stride scm, column stride scn) += the tile's sums over kq quads (= with `store`);
+// `ahead` (the next panel's quads, or null) is fetched step by step meanwhile.
 void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c, int64_t scm, int64_t scn, int mr, int nr,
-           const uint8_t* ahead) {
+           const uint8_t* ahead, bool store) {
   __m512i acc[MR][2];
   for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
   for (int64_t q = 0; q < kq; ++q) {
@@ -128,8 +128,12 @@ void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c, int64_t
     const __mmask16 m1 = static_cast<__mmask16>(nr >= 32 ? 0xffff : nr <= 16 ? 0 : (1u << (nr - 16)) - 1);
     for (int r = 0; r < mr; ++r) {
       int32_t* row = c + r * scm;
-      _mm512_mask_storeu_epi32(row, m0, _mm512_add_epi32(_mm512_maskz_loadu_epi32(m0, row), acc[r][0]));
-      _mm512_mask_storeu_epi32(row + 16, m1, _mm512_add_epi32(_mm512_maskz_loadu_epi32(m1, row + 16), acc[r][1]));
+      if (!store) {
+        acc[r][0] = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m0, row), acc[r][0]);
+        acc[r][1] = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m1, row + 16), acc[r][1]);
+      }
+      _mm512_mask_storeu_epi32(row, m0, acc[r][0]);
+      _mm512_mask_storeu_epi32(row + 16, m1, acc[r][1]);
     }
     return;
   }
@@ -141,7 +145,7 @@ void micro(int64_t kq, const uint8_t* ap, const uint8_t* bp, int32_t* c, int64_t
   for (int r = 0; r < mr; ++r)
     for (int j = 0; j < nr; ++j) {
       int32_t& x = c[r * scm + j * scn];
-      x = static_cast<int32_t>(static_cast<uint32_t>(x) + static_cast<uint32_t>(t[r][j]));
+      x = store ? t[r][j] : static_cast<int32_t>(static_cast<uint32_t>(x) + static_cast<uint32_t>(t[r][j]));
     }
 }
 
@@ -192,7 +196,8 @@ void runOne(const Problem& p, int threads) {
           const uint8_t* next = jr + NR < j1 ? bp + kq * NR * 4 : nullptr;
           for (int64_t ir = 0; ir < mc; ir += MR)
             micro(kcq, ap + ir * kcq * 4, bp, c + (ic + ir) * p.scm + jr * p.scn, p.scm, p.scn,
-                  static_cast<int>(std::min<int64_t>(MR, mc - ir)), nr, ir == 0 ? next : nullptr);
+                  static_cast<int>(std::min<int64_t>(MR, mc - ir)), nr, ir == 0 ? next : nullptr,
+                  p.overwrite && pc == 0);
         }
       }
     }

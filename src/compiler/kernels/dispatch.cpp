@@ -92,7 +92,8 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
   t = std::max(t, 1);
   const bool bytes = isByte(p.aType);
   // Only the tiles write C without reading it first; elsewhere the dropped fill runs here.
-  if (p.overwrite && !(bytes ? bytesOnTiles(p, run) : run == Isa::amx && amxTilesTake(p))) {
+  if (p.overwrite && !(bytes ? bytesOnTiles(p, run) || (run >= Isa::avx512 && hostHasAvx512Vnni())
+                              : run == Isa::amx && amxTilesTake(p))) {
     zeroC(p, t);
     p.overwrite = false;
   }
@@ -163,7 +164,7 @@ extern "C" void radix_kernel_zero(int64_t base, int64_t offset, int64_t bytes, i
   char* p = reinterpret_cast<char*>(base) + offset;
   constexpr int64_t kChunk = int64_t(1) << 20;
   int t = threads > 0 ? static_cast<int>(threads) : omp_get_max_threads();
-  if (omp_in_parallel() || bytes < 4 * kChunk) t = 1;
+  if (omp_in_parallel() || bytes < 2 * kChunk) t = 1;
   if (t == 1) {
     std::memset(p, 0, static_cast<size_t>(bytes));
     return;

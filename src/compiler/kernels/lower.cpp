@@ -451,9 +451,11 @@ int lowerContractionsToKernels(mlir::ModuleOp module, const KernelTarget& target
     // On AMX the tiles start C from zero instead of loading the fill's zeros (bf16 1024^3 reads
     // and writes 4 MB less); a call per loop step would overwrite the previous steps' sums.
     int64_t flags = 0;
-    const bool tiles = isByte(plan.aType) ? plan.m.size != 1 && plan.n.size != 1
-                                          : amxTilesTake(plan.aType, plan.bType, plan.m.size, plan.n.size);
-    if (isa == Isa::amx && tiles && plan.loops.empty())
+    // 8-bit contractions overwrite on every ISA: the tiles and the VNNI kernel store their first
+    // K block, and the dispatch zeroes C for the kernels that add (as the fill would have).
+    const bool overwrites = isByte(plan.aType) || (isa == Isa::amx && amxTilesTake(plan.aType, plan.bType, plan.m.size,
+                                                                                     plan.n.size));
+    if (overwrites && plan.loops.empty())
       if (mlir::Operation* fill = zeroFillBefore(op)) {
         flags = kContractOverwrite;
         fill->erase();
