@@ -18,9 +18,10 @@
 // weights packed once are packed), round r runs one rep of every worker (in an order rotated each
 // round), r = 1..N; a rep is `iters` back-to-back calls (iters makes a rep last >= 30 ms) after
 // one untimed call (calls under 30 ms), and the figure is the best rep. With T > 1 the driver
-// waits after each rep until the worker's process stops using CPU (OpenMP threads spin for a while after a parallel region), so
-// that no worker competes with the next one for the 2 cores. Each worker reports the CPU time of
-// its reps too: cpu/wall ~ T shows the threads really ran (printed in the thread summary).
+// waits after each rep until the worker's process stops using CPU (OpenMP threads spin for a
+// while after a parallel region), so that no worker competes with the next one for the 2 cores.
+// Each worker reports the CPU time of its reps too: cpu/wall ~ T shows the threads really ran
+// (printed in the thread summary).
 //
 // Weight-streaming figures (gemv, and the GEMMs with M <= 64) cycle through copies of the weight
 // (>= 256 MiB in all, bench::weightCopies) so that it comes from memory, as in decoding: with 2
@@ -33,10 +34,11 @@
 // figure of the same kind) to take longer than --max-call is skipped and printed as "skip".
 //
 // Correctness: inputs are the same in every worker (bench::benchValue); err = max|x - ref| /
-// max|ref|, and above 1e-4 (f32), 1e-2 (bf16 outputs) or 1e-6 (i8: exact s32) the line says WRONG (exit status 1). A
-// GEMM output must match 256 sampled entries computed in double here and, over all entries, the
-// closest peer among those that match the samples; the other figures' outputs are compared, all
-// entries, with a reference computed in double here. A peer that disagrees gets a warning line.
+// max|ref|, and above 1e-4 (f32), 1e-2 (bf16 outputs) or 1e-6 (i8: exact s32) the line says
+// WRONG (exit status 1). A GEMM output must match 256 sampled entries computed in double here
+// and, over all entries, the closest peer among those that match the samples; the other figures'
+// outputs are compared, all entries, with a reference computed in double here. A peer that
+// disagrees gets a warning line.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -792,7 +794,8 @@ class Driver {
                 " worker and figure, %.0f s per call\n",
                 options_.reps, options_.minRep * 1e3, options_.cap, options_.maxCall);
     std::printf("GEMM MxNxK: C[M,N] = A[M,K] B[K,N], GFLOP/s = 2MNK/s, bf16 in and out with f32 accumulation,"
-                " i8: u8 A x s8 B -> s32 C (GOP/s); GB/s: gemv weight bytes, softmax/rmsnorm/tanh/gelu 8 B/elem, triad 12 B/elem\n");
+                " i8: u8 A x s8 B -> s32 C (GOP/s); GB/s: gemv weight bytes, softmax/rmsnorm/tanh/gelu 8 B/elem,"
+                " triad 12 B/elem\n");
     std::printf("attention HxNxD: causal softmax(q k^T / sqrt(D)) v, q, k, v {H, N, D}, GFLOP/s = 2 H N^2 D / s\n");
     std::printf("n/a: the implementation has no such kernel or is missing (--verbose says why); skip: predicted to take"
                 " > %.0f s per call; >Ns: killed after N s; *: one rep only\n",

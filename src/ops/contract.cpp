@@ -47,10 +47,6 @@ mlir::Value materializedOperand(TraceContext& c, mlir::Location loc, mlir::Value
   return mlir::bufferization::AllocTensorOp::create(c.builder(), loc, type, mlir::ValueRange{}, v).getResult();
 }
 
-}  // namespace
-
-namespace {
-
 bool isByte(DType d) { return d == DType::i8 || d == DType::u8; }
 
 // `result`: the dtype products accumulate in and the result has (i32 for 8-bit integers, which

@@ -65,7 +65,7 @@ extern "C" void radix_kernel_attention(int64_t args) {
   if (kv != static_cast<int64_t>(Elem::f32) && kv != static_cast<int64_t>(Elem::f16) && kv != static_cast<int64_t>(Elem::bf16))
     return;
   p.kv = static_cast<Elem>(kv);
-  const int64_t bytes = p.bf16 ? 2 : 4, kvBytes = p.kv == Elem::f32 ? 4 : 2;
+  const int64_t bytes = p.bf16 ? 2 : 4, kvBytes = elemBytes(p.kv);
   const auto at = [&](int i, int64_t size) { return reinterpret_cast<char*>(a[i]) + a[i + 1] * size; };
   p.q = at(kAttnQ, bytes), p.k = at(kAttnK, kvBytes), p.v = at(kAttnV, kvBytes), p.out = at(kAttnOut, bytes);
   if (a[kAttnOffset] != 0) p.offset = reinterpret_cast<const int32_t*>(a[kAttnOffset]) + a[kAttnOffset + 1];

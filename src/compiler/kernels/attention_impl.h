@@ -200,7 +200,7 @@ struct Attention {
     }
     const int64_t kBase = b0 * p.kStride[0] + b1 * p.kStride[1];
     const int64_t vBase = b0 * p.vStride[0] + b1 * p.vStride[1];
-    const int64_t es = E == radix::kernels::Elem::f32 ? 4 : 2, rowBytes = hd * es;
+    const int64_t es = radix::kernels::elemBytes(E), rowBytes = hd * es;
     const char* kBytes = static_cast<const char*>(p.k);
     const char* vBytes = static_cast<const char*>(p.v);
     uint64_t keysRead = 0;

@@ -331,9 +331,8 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   for (int i = 0; i < p.nn; ++i) next(p.n[i]), flops *= static_cast<double>(p.n[i].size);
   for (int i = 0; i < p.nk; ++i) next(p.k[i]), flops *= static_cast<double>(p.k[i].size);
   if (!(flops > 0)) return;
-  const auto bytes = [](Elem e) { return e == Elem::f32 ? 4 : 2; };
-  p.a = reinterpret_cast<const char*>(aBase) + aOffset * bytes(p.aType);
-  p.b = reinterpret_cast<const char*>(bBase) + bOffset * bytes(p.bType);
+  p.a = reinterpret_cast<const char*>(aBase) + aOffset * elemBytes(p.aType);
+  p.b = reinterpret_cast<const char*>(bBase) + bOffset * elemBytes(p.bType);
   p.c = reinterpret_cast<float*>(cBase) + cOffset;
   const Isa run = static_cast<Isa>(std::min<int64_t>(isa, static_cast<int64_t>(hostIsa())));
   int t = threads > 0 ? static_cast<int>(threads) : omp_get_max_threads();
@@ -419,8 +418,7 @@ extern "C" void radix_kernel_pool(int64_t aBase, int64_t aOffset, int64_t cBase,
     work *= static_cast<double>(at[0]);
   }
   if (!(work > 0)) return;
-  const auto bytes = [](Elem e) { return e == Elem::f32 ? 4 : 2; };
-  p.a = reinterpret_cast<const char*>(aBase) + aOffset * bytes(p.aType);
+  p.a = reinterpret_cast<const char*>(aBase) + aOffset * elemBytes(p.aType);
   p.c = reinterpret_cast<float*>(cBase) + cOffset;
   DirectTables tables;
   ConvDirectPlan plan = directPlan(p, tables);

@@ -91,9 +91,9 @@ extern "C" void radix_kernel_contract(int64_t aBase, int64_t aOffset, int64_t bB
   if (omp_in_parallel() || flops < 1e6) t = 1;
   t = std::max(t, 1);
   const bool bytes = isByte(p.aType);
-  // Only the tiles write C without reading it first; elsewhere the dropped fill runs here.
-  if (p.overwrite && !(bytes ? bytesOnTiles(p, run) || (run >= Isa::avx512 && hostHasAvx512Vnni())
-                              : run == Isa::amx && amxTilesTake(p))) {
+  // Only the tiles write C without reading it first; elsewhere the dropped fill runs here (runBytes
+  // does it for the 8-bit kernels that add).
+  if (p.overwrite && !bytes && !(run == Isa::amx && amxTilesTake(p))) {
     zeroC(p, t);
     p.overwrite = false;
   }
@@ -128,15 +128,15 @@ Isa runBytes(const Problem& p, int threads, Isa run) {
     amxBytesRun(p, threads);
     return Isa::amx;
   }
+  if (run >= Isa::avx512 && hostHasAvx512Vnni()) {
+    bytesGemmVnni(p, threads);  // honours overwrite itself
+    return Isa::avx512;
+  }
+  if (p.overwrite) zeroC(p, threads);  // the blocked kernels add to C
   switch (run) {
     case Isa::amx:
     case Isa::avx512bf16:
-    case Isa::avx512:
-      if (hostHasAvx512Vnni())
-        bytesGemmVnni(p, threads);
-      else
-        bytesGemmAvx512(p, threads);
-      return Isa::avx512;
+    case Isa::avx512: bytesGemmAvx512(p, threads); return Isa::avx512;
     case Isa::avx2: bytesGemmAvx2(p, threads); return Isa::avx2;
     default: bytesGemmX86_64(p, threads); return Isa::x86_64;
   }

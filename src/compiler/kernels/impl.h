@@ -29,8 +29,6 @@ inline float loadScalar(const void* base, int64_t i) {
   return 0;
 }
 
-inline size_t elemSize(Elem e) { return static_cast<size_t>(elemBytes(e)); }
-
 // A vector of V::W f32 lanes loaded from an element type.
 template <class V, Elem E>
 inline typename V::R loadE(const void* p) {
@@ -63,7 +61,7 @@ struct Scratch {
 };
 
 inline const void* offsetPtr(const void* base, Elem e, int64_t elements) {
-  return static_cast<const char*>(base) + elements * static_cast<int64_t>(elemSize(e));
+  return static_cast<const char*>(base) + elements * elemBytes(e);
 }
 
 // ---- GEMM ----
@@ -558,8 +556,8 @@ inline void gemvRow(const void* w, int64_t ldw, int64_t K, const float* __restri
   constexpr int A = 4;
   typename V::R acc[A];
   for (int a = 0; a < A; ++a) acc[a] = V::zero();
-  constexpr int64_t lineElems = 64 / (E == Elem::f32 ? 4 : 2);
-  const int64_t ahead = gemvRowsAhead(ldw, E == Elem::f32 ? 4 : 2) * ldw;
+  constexpr int64_t lineElems = 64 / elemBytes(E);
+  const int64_t ahead = gemvRowsAhead(ldw, elemBytes(E)) * ldw;
   int64_t k = 0;
   for (; k + A * V::W <= K; k += A * V::W) {
     for (int64_t l = 0; l < A * V::W; l += lineElems) __builtin_prefetch(offsetPtr(w, E, ahead + k + l));
@@ -604,7 +602,7 @@ void gemvCols(const void* w, int64_t ldw, int64_t c0, int64_t c1, int64_t K, con
         rows[u] = offsetPtr(base, E, (k + u) * ldw);
       }
       // The next U rows are fetched while these stream (short rows: see gemvRow).
-      constexpr int64_t lineElems = 64 / (E == Elem::f32 ? 4 : 2);
+      constexpr int64_t lineElems = 64 / elemBytes(E);
       const bool more = k + 2 * U <= K;
       for (int64_t j = 0; j < full; j += V::W) {
         if (more && j % lineElems == 0)

@@ -13,9 +13,9 @@ constexpr int kIsaCount = 5;
 /// both operands then are).
 enum class Elem : int32_t { f32 = 0, f16 = 1, bf16 = 2, i8 = 3, u8 = 4 };
 /// i8 or u8: an integer contraction into i32. isByte(Elem::u8) -> true
-inline bool isByte(Elem e) { return e == Elem::i8 || e == Elem::u8; }
+constexpr bool isByte(Elem e) { return e == Elem::i8 || e == Elem::u8; }
 /// Bytes of one element: elemBytes(Elem::bf16) -> 2
-inline int64_t elemBytes(Elem e) { return e == Elem::f32 ? 4 : isByte(e) ? 1 : 2; }
+constexpr int64_t elemBytes(Elem e) { return e == Elem::f32 ? 4 : isByte(e) ? 1 : 2; }
 /// The code path a call took.
 enum class Path : int32_t { gemm = 0, gemv = 1 };
 constexpr int kPathCount = 2;
@@ -80,8 +80,9 @@ void bytesGemmVnni(const Problem& p, int threads);
 bool hostHasAvx512Vnni();
 /// Whether runBytes puts an 8-bit contraction on the int8 tiles when the host runs `run`.
 bool bytesOnTiles(const Problem& p, Isa run);
-/// An 8-bit contraction (C in i32): on int8 tiles where bytesOnTiles, else the ISA's blocked kernel.
-/// Returns the ISA that ran it (amx for the tiles).
+/// An 8-bit contraction (C in i32): on int8 tiles where bytesOnTiles, else with AVX-512 VNNI, else
+/// the ISA's blocked kernel; honours `overwrite` on every path. Returns the ISA that ran it (amx for
+/// the tiles).
 Isa runBytes(const Problem& p, int threads, Isa run);
 
 }  // namespace radix::kernels

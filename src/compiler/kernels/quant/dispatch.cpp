@@ -75,7 +75,7 @@ extern "C" void radix_kernel_qcontract(int64_t aBase, int64_t aOffset, int64_t w
   p.type = static_cast<radix::QuantType>(types & 0xff);
   p.scaleType = static_cast<Elem>((types >> kQScaleShift) & 0xff);
   const Elem aType = static_cast<Elem>((types >> kQActShift) & 0xff);
-  const int scaleBytes = p.scaleType == Elem::f32 ? 4 : 2;
+  const int scaleBytes = static_cast<int>(elemBytes(p.scaleType));
   p.w = reinterpret_cast<const uint8_t*>(wBase) + wOffset;
   if (sBase) p.scales = reinterpret_cast<const char*>(sBase) + sOffset * scaleBytes;
   if (zBase) p.zeros = reinterpret_cast<const char*>(zBase) + zOffset * scaleBytes;
