@@ -41,6 +41,7 @@ std::vector<ErrorCase> errorCases() {
       {"dotGeneral_batch_size", {sh({4, 3}), sh({5, 3})}, [](const Ts& x) { return x[0].dotGeneral(x[1], {{1, 1}}, {{0, 0}}); }, "[dotGeneral]", "{4,3}:f32 and {5,3}:f32"},
       {"dotGeneral_i32_of_floats", {sh({3, 17}), sh({17})}, [](const Ts& x) { return x[0].dotGeneral(x[1], {{-1, 0}}, {}, DType::i32); }, "[dotGeneral]", "cannot accumulate {3,17}:f32 and {17}:f32 in i32"},
       {"dotGeneral_i16_of_bytes", {sh({3, 17}, DType::i8), sh({17}, DType::i8)}, [](const Ts& x) { return x[0].dotGeneral(x[1], {{-1, 0}}, {}, DType::i16); }, "[dotGeneral]", "in i16: i32 takes 8-bit integers"},
+      {"dotGeneral_f32_of_f64", {sh({3, 17}, DType::f64), sh({17}, DType::f64)}, [](const Ts& x) { return x[0].dotGeneral(x[1], {{-1, 0}}, {}, DType::f32); }, "[dotGeneral]", "cannot accumulate {3,17}:f64 and {17}:f64 in f32"},
       {"dotGeneral_mixed_bytes", {sh({3, 17}, DType::u8), sh({17}, DType::i8)}, [](const Ts& x) { return x[0].dotGeneral(x[1], {{-1, 0}}, {}); }, "[dotGeneral]", "(accumulate in i32 to mix i8 and u8)"},
       {"dot_lhs_tag", {sh({3, 17}, {"m", "k"}), sh({17, 5}, {"k", "n"})}, [](const Ts& x) { return x[0].dot(x[1], {"x"}); }, "[dot]", "no axis tagged \"x\" in lhs {m=3,k=17}:f32"},
       {"dot_rhs_tag", {sh({3, 17}, {"m", "k"}), sh({17, 5}, {"j", "n"})}, [](const Ts& x) { return x[0].dot(x[1], {"k"}); }, "[dot]", "no axis tagged \"k\" in rhs {j=17,n=5}:f32"},

@@ -60,10 +60,11 @@ Tensor contractTraced(const Tensor& lhs, const Tensor& rhs, const std::vector<Ax
   const bool widening = result && *result != a.dtype();
   if (widening) {
     const bool bytes = isByte(a.dtype()) && isByte(b.dtype()) && *result == DType::i32;
-    const bool floats = isFloat(a.dtype()) && a.dtype() == b.dtype() && *result == DType::f32;
+    const bool halves = (a.dtype() == DType::f16 || a.dtype() == DType::bf16) && a.dtype() == b.dtype();
+    const bool floats = halves && *result == DType::f32;
     if (!bytes && !floats)
       throw opError(op, "cannot accumulate " + a.str() + " and " + b.str() + " in " + std::string(name(*result)) +
-                            ": i32 takes 8-bit integers (i8, u8), f32 takes floats of one dtype");
+                            ": i32 takes 8-bit integers (i8, u8), f32 takes f16 or bf16 of one dtype");
   } else if (a.dtype() != b.dtype()) {
     throw opError(op, "dtypes differ: " + a.str() + " and " + b.str() +
                           (isByte(a.dtype()) && isByte(b.dtype()) ? " (accumulate in i32 to mix i8 and u8)" : ""));
