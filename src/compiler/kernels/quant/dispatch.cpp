@@ -38,7 +38,6 @@ uint64_t qcallCount(QPath path, Isa isa) {
 }
 
 bool hostVnni(Isa isa) {
-  static const bool avx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512vnni"));
   static const bool avx = [] {
     // avx_vnni is CPUID.(EAX=7,ECX=1):EAX[4]; clang 22's __builtin_cpu_supports knows "avxvnni".
     __builtin_cpu_init();
@@ -47,7 +46,7 @@ bool hostVnni(Isa isa) {
   switch (isa) {
     case Isa::avx512:
     case Isa::avx512bf16:
-    case Isa::amx: return avx512;
+    case Isa::amx: return hostHasAvx512Vnni();
     case Isa::avx2: return avx;
     default: return false;
   }
