@@ -79,6 +79,12 @@ const std::vector<Case>& cases() {
       // The same per group, with an odd K (63 * 9 = 567: a lone last bf16 pair) and 9 outputs a group.
       {"2d_k567_groups2_x_packed_once", 2, 126, 18, {12, 12}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 2, false,
        Path::rows},
+      // bf16 on AMX: the grid on the tiles (K as 64 channels x 9 taps), three images (one per
+      // thread at 2 threads), 40 outputs (a partial 32-row panel), 349 grid columns (a partial tile).
+      {"2d_amx_grid_batch3", 3, 64, 40, {9, 37}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
+      // One image that two threads share; 96 channels (three 32-channel steps) and a 1 x 5 kernel.
+      {"2d_amx_grid_shared", 1, 96, 48, {15, 20}, {1, 5}, {1, 1}, {1, 1}, {{0, 0}, {2, 2}}, 1, false, Path::rows},
+      {"1d_amx_grid", 2, 64, 20, {50}, {5}, {1}, {1}, {{2, 2}}, 1, false, Path::rows},
       {"2d_1x1_plain", 1, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
       {"2d_1x1_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
       {"2d_1x1_nhwc_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, true, Path::plain},
@@ -241,6 +247,16 @@ std::vector<Target> targets() {
   return out;
 }
 
+// The extended grid takes bf16 where vdpbf16ps runs it, or on AMX where the input channels (a
+// group's) fill the tiles' 32-channel steps at least 4/5 (else the tiles take the tabled GEMM);
+// never at stride 2 (phase planes are f32 only).
+bool bf16OnGrid(const Case& c, const std::string& targetCpu) {
+  if (!targetCpu.empty() || c.strides.back() == 2) return false;
+  if (kernels::hostIsa() == kernels::Isa::avx512bf16) return true;
+  const int64_t channels = c.channels / c.groups;
+  return kernels::hostIsa() == kernels::Isa::amx && channels >= 32 && (channels + 31) / 32 * 32 * 4 <= channels * 5;
+}
+
 void check(const Case& c, DType dtype, int threads, const std::string& targetCpu) {
   SCOPED_TRACE(std::string(c.name) + (dtype == DType::bf16 ? " bf16" : " f32") + " threads " + std::to_string(threads) +
                " target " + (targetCpu.empty() ? "host" : targetCpu));
@@ -253,10 +269,7 @@ void check(const Case& c, DType dtype, int threads, const std::string& targetCpu
   const std::vector<double> w = randomTensor(cpu, kdims, dtype, 2).toVector<double>();
   const std::vector<double> expected = reference(c, x, w);
 
-  // The extended grid takes bf16 where vdpbf16ps runs it and AMX does not (the tiles take the
-  // tabled GEMM), and not at stride 2 (phase planes are f32 only).
-  const bool bf16Rows = targetCpu.empty() && kernels::hostIsa() == kernels::Isa::avx512bf16 && c.strides.back() != 2;
-  const Path path = dtype == DType::bf16 && c.path == Path::rows && !bf16Rows ? Path::gemm : c.path;
+  const Path path = dtype == DType::bf16 && c.path == Path::rows && !bf16OnGrid(c, targetCpu) ? Path::gemm : c.path;
   const uint64_t before = calls(path);
   const std::vector<double> actual = run(c, dtype, threads, targetCpu, true);
   EXPECT_GT(calls(path), before) << "the conv kernel path " << static_cast<int>(path) << " did not run";
@@ -290,10 +303,12 @@ TEST(ConvKernels, Bf16) {
                            "2d_3x3_s1_7x7_batch2", "2d_3x3_s1_pad", "2d_s2x1_rows_apart",
                            "2d_1x1_nhwc_batch3", "2d_1x1_s2_downsample", "2d_depthwise", "3d_nhwc", "2d_k1170_nchw",
                            "2d_whole_tiles_nhwc", "2d_k576_x_packed_once", "2d_k567_groups2_x_packed_once",
-                           "2d_3x3_s2_wide_rows", "2d_3x3_s2_even_groups2"})
+                           "2d_3x3_s2_wide_rows", "2d_3x3_s2_even_groups2", "2d_amx_grid_batch3",
+                           "2d_amx_grid_shared", "1d_amx_grid"})
     check(named(name), DType::bf16, 1, "");
-  // On an AMX host the tabled GEMMs above (9 of them) ran on the tiles.
-  if (kernels::hostIsa() == kernels::Isa::amx) EXPECT_GE(kernels::convAmxCallCount(), amx + 9);
+  // On an AMX host every case above but the 1x1 plain GEMM and the depthwise one ran on the
+  // tiles: 13 tabled GEMMs and 6 grids (64, 63 a group, 130 and 96 channels).
+  if (kernels::hostIsa() == kernels::Isa::amx) EXPECT_EQ(kernels::convAmxCallCount(), amx + 19);
 }
 
 TEST(ConvKernels, LowerTargets) {
@@ -317,6 +332,8 @@ TEST(ConvKernels, TwoThreads) {
       {"split_stride2_phases", 3, 16, 24, {27, 30}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
   };
   for (const Case& c : big) check(c, DType::f32, 2, "");
+  // bf16 on two threads: AMX's grid with an image per thread, then one image shared.
+  for (const char* name : {"2d_amx_grid_batch3", "2d_amx_grid_shared"}) check(named(name), DType::bf16, 2, "");
 }
 
 // The generic loops (the reference lowering) and the kernels agree, and the switch works.

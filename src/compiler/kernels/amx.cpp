@@ -23,6 +23,8 @@
 
 namespace {
 
+#include "compiler/kernels/vec512.h"
+
 // One 32-column panel of Y (conv_impl.h's gather) in the tiles' pair layout: two k rows at a time,
 // each run of equally spaced unit-step columns interleaved with AVX-512 (a run is one masked load
 // per row), step-2 runs by even-element permutes, other runs element by element. Rows past kc
@@ -159,9 +161,163 @@ void convBlockAmx(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int
   HardwareTiles::release();
 }
 
+// out[32 x 32] = two 16-row tiles of packed weights (rows kk apart, tap-major, csteps 32-channel
+// steps a tap) . the channel-pair planes (pitch pairs apart) at each tap's offset plus column j0.
+void gridMicro(const uint16_t* a, int64_t kk, const uint16_t* planes, int64_t pitch, const int64_t* tapOff,
+               int64_t taps, int64_t csteps, int64_t j0, float* out) {
+  const int64_t sa = kk * 2, sb = pitch * 4, stepB = 16 * pitch * 2;
+  const uint16_t* a1 = a + 16 * kk;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t t = 0; t < taps; ++t) {
+    const uint16_t* b = planes + (tapOff[t] + j0) * 2;
+    const uint16_t* at0 = a + t * csteps * 32;
+    const uint16_t* at1 = a1 + t * csteps * 32;
+    for (int64_t s = 0; s < csteps; ++s) {
+      _tile_loadd(4, at0 + s * 32, sa);
+      _tile_loadd(6, b + s * stepB, sb);
+      _tile_loadd(7, b + s * stepB + 32, sb);
+      _tile_loadd(5, at1 + s * 32, sa);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, out, 128);
+  _tile_stored(1, out + 16, 128);
+  _tile_stored(2, out + 16 * 32, 128);
+  _tile_stored(3, out + 16 * 32 + 16, 128);
+}
+
+// Channel pairs [q0, q1) of the input at base (channels cs apart, `span` elements read) into
+// planes of `pitch` pairs: pair q, element e at planes[(q * pitch + e) * 2 + c % 2] for c = 2q + (0 or 1);
+// zeros past the channels and past span.
+void interleaveChannels(const uint16_t* base, int64_t cin, int64_t cs, int64_t span, int64_t pitch, int64_t q0,
+                        int64_t q1, uint16_t* planes) {
+  for (int64_t q = q0; q < q1; ++q) {
+    const uint16_t* r0 = 2 * q < cin ? base + 2 * q * cs : nullptr;
+    const uint16_t* r1 = 2 * q + 1 < cin ? base + (2 * q + 1) * cs : nullptr;
+    uint16_t* d = planes + q * pitch * 2;
+    for (int64_t e = 0; e < span; e += 32) {
+      const int n = static_cast<int>(std::min<int64_t>(32, span - e));
+      const __mmask32 m = n == 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
+      const __m512i a = r0 ? _mm512_maskz_loadu_epi16(m, r0 + e) : _mm512_setzero_si512();
+      const __m512i b = r1 ? _mm512_maskz_loadu_epi16(m, r1 + e) : _mm512_setzero_si512();
+      __m512i lo, hi;
+      interleavePairs(a, b, lo, hi);
+      _mm512_storeu_si512(d + 2 * e, lo);
+      _mm512_storeu_si512(d + 2 * e + 32, hi);  // pairs past span are zero (masked loads)
+    }
+    const int64_t written = (span + 31) / 32 * 32;
+    if (pitch > written) std::memset(d + 2 * written, 0, sizeof(uint16_t) * static_cast<size_t>(2 * (pitch - written)));
+  }
+}
+
 }  // namespace
 
 namespace radix::kernels {
+
+void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
+  const ConvRowsPlan& r = *p.rows;
+  const ConvGemmPlan& g = r.g;
+  const int64_t cinP = roundUp(p.cin, 32), csteps = cinP / 32, kk = p.taps * cinP, mP = roundUp(g.m, 32);
+  const int64_t cols = (r.h - 1) * r.ext + r.w, tiles = (cols + 31) / 32, pairs = cinP / 2;
+  int64_t maxTap = 0;
+  for (int64_t t = 0; t < p.taps; ++t) maxTap = std::max(maxTap, p.tapOff[t]);
+  // A unit (one outer index of one group) reads span elements of each channel; its tiles read
+  // up to a whole 32 columns past the last position.
+  const int64_t span = maxTap + cols, pitch = roundUp(maxTap + tiles * 32, 32);
+  const uint16_t* x = static_cast<const uint16_t*>(g.x);
+  const uint16_t* y = static_cast<const uint16_t*>(g.y);
+  Scratch weights, sharedPlanes;
+  uint16_t* wp = static_cast<uint16_t*>(weights.get(sizeof(uint16_t) * static_cast<size_t>(g.groups * mP * kk)));
+  const int64_t units = g.groups * r.outer;
+  const bool own = units >= threads;  // whole units per thread, else every thread shares each unit's planes
+  uint16_t* shared = own ? nullptr : static_cast<uint16_t*>(sharedPlanes.get(sizeof(uint16_t) * static_cast<size_t>(pairs * pitch * 2)));
+  auto packWeights = [&](int64_t row0, int64_t row1) {
+    for (int64_t row = row0; row < row1; ++row) {
+      const int64_t gi = row / mP, i = row % mP;
+      uint16_t* d = wp + row * kk;
+      if (i >= g.m) {
+        std::memset(d, 0, sizeof(uint16_t) * static_cast<size_t>(kk));
+        continue;
+      }
+      const uint16_t* xr = x + gi * g.gx + g.xRow[i];
+      for (int64_t t = 0; t < p.taps; ++t) {
+        uint16_t* dt = d + t * cinP;
+        for (int64_t c = 0; c < p.cin; ++c) dt[c] = xr[g.xK[c * p.taps + t]];
+        for (int64_t c = p.cin; c < cinP; ++c) dt[c] = 0;
+      }
+    }
+  };
+  auto planesOf = [&](int64_t u, int64_t q0, int64_t q1, uint16_t* planes) {
+    const int64_t gi = u / r.outer, o = u % r.outer;
+    interleaveChannels(y + gi * g.gy + r.oy[o], p.cin, p.cs, span, pitch, q0, q1, planes);
+  };
+  auto tilesOf = [&](int64_t u, int64_t t0, int64_t t1, const uint16_t* planes) {
+    const int64_t gi = u / r.outer, o = u % r.outer;
+    float* c = g.c + gi * g.gc + r.oc[o];
+    alignas(64) float out[32 * 32];
+    for (int64_t jt = t0; jt < t1; ++jt) {
+      const int64_t j0 = jt * 32;
+      const int live = static_cast<int>(std::min<int64_t>(32, cols - j0));
+      struct Run {
+        int l0, len;
+        int64_t at;
+      } runs[32];
+      int nRuns = 0;
+      for (int64_t row = j0 / r.ext; row < r.h && row * r.ext < j0 + live; ++row) {
+        const int64_t s = std::max(j0, row * r.ext), e = std::min(j0 + live, row * r.ext + r.w);
+        if (s < e) runs[nRuns++] = {static_cast<int>(s - j0), static_cast<int>(e - s), row * r.w + s - row * r.ext};
+      }
+      if (nRuns == 0) continue;
+      for (int64_t q = 0; q < mP / 32; ++q) {
+        gridMicro(wp + (gi * mP + q * 32) * kk, kk, planes, pitch, p.tapOff, p.taps, csteps, j0, out);
+        const int mr = static_cast<int>(std::min<int64_t>(32, g.m - q * 32));
+        for (int i = 0; i < mr; ++i) {
+          float* rowC = c + g.cRow[q * 32 + i];
+          for (int k = 0; k < nRuns; ++k) {
+            if (r.overwrite)
+              writeRun<V512, false>(rowC + runs[k].at, out + i * 32 + runs[k].l0, runs[k].len);
+            else
+              writeRun<V512, true>(rowC + runs[k].at, out + i * 32 + runs[k].l0, runs[k].len);
+          }
+        }
+      }
+    }
+  };
+  auto work = [&](int64_t t, int64_t nt) {
+    const int64_t rowsAll = g.groups * mP;
+    packWeights(rowsAll * t / nt, rowsAll * (t + 1) / nt);
+#pragma omp barrier
+    HardwareTiles::config(fullTileConfig());
+    if (own) {
+      static thread_local Scratch mine;
+      uint16_t* planes = static_cast<uint16_t*>(mine.get(sizeof(uint16_t) * static_cast<size_t>(pairs * pitch * 2)));
+      for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
+        planesOf(u, 0, pairs, planes);
+        tilesOf(u, 0, tiles, planes);
+      }
+    } else {
+      for (int64_t u = 0; u < units; ++u) {
+        planesOf(u, pairs * t / nt, pairs * (t + 1) / nt, shared);
+#pragma omp barrier
+        tilesOf(u, tiles * t / nt, tiles * (t + 1) / nt, shared);
+#pragma omp barrier
+      }
+    }
+    HardwareTiles::release();
+  };
+  if (threads <= 1) {
+    work(0, 1);
+  } else {
+#pragma omp parallel num_threads(threads)
+    work(omp_get_thread_num(), omp_get_num_threads());
+  }
+}
 
 Path runAmx(const Problem& p, int threads) {
   if (amxTilesTake(p)) {

@@ -84,6 +84,16 @@ struct ConvRowsPlan {
   ConvPhases phases;
 };
 
+/// The extended grid on AMX tiles (bf16), where K is channels x taps: per outer index, the
+/// input's channel pairs are interleaved once into planes `pitch` pairs long (zero past the
+/// input and the channels), and each tap's B tiles load from them in place, 16 columns of 16
+/// channel pairs at the tap's offset. rows.g.yK[c * taps + t] is c * cs + tapOff[t].
+struct ConvRowsAmxPlan {
+  const ConvRowsPlan* rows = nullptr;
+  int64_t cin = 0, taps = 0, cs = 0;
+  const int64_t* tapOff = nullptr;
+};
+
 /// What the direct kernel folds into C: A * B (convolutions), max(C, A) or C + A (pooling).
 enum class DirectOp : int32_t { mulAdd = 0, max = 1, sum = 2 };
 
@@ -110,6 +120,7 @@ void runConvRowsAvx2(const ConvRowsPlan& p, int threads);
 void runConvRowsAvx512(const ConvRowsPlan& p, int threads, bool bf16);
 /// amx.cpp: bf16 x bf16 on tdpbf16ps tiles (call only where amxBf16Available()).
 void runConvGemmAmx(const ConvGemmPlan& p, int threads);
+void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads);
 void runConvDirectX86_64(const ConvDirectPlan& p, int threads);
 void runConvDirectAvx2(const ConvDirectPlan& p, int threads);
 void runConvDirectAvx512(const ConvDirectPlan& p, int threads);

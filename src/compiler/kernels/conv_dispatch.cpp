@@ -270,7 +270,7 @@ bool phasePlan(const ConvProblem& p, const ConvGemmPlan& g, const std::vector<Co
 // at least to fill its tiles.
 bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, Isa run, GridTables& t, ConvRowsPlan& r) {
   const bool f32 = g.xType == Elem::f32 && g.yType == Elem::f32;
-  const bool bf16 = g.xType == Elem::bf16 && g.yType == Elem::bf16 && run == Isa::avx512bf16;
+  const bool bf16 = g.xType == Elem::bf16 && g.yType == Elem::bf16 && (run == Isa::avx512bf16 || run == Isa::amx);
   if (!f32 && !bf16) return false;
   for (int i = 0; i < p.nn; ++i)
     if (p.n[i].sc == 1 && p.n[i].size > 1) return false;
@@ -299,6 +299,25 @@ bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, Isa run, GridTables& 
   r.outer = static_cast<int64_t>(t.oy.size()), r.h = h.size, r.w = w.size, r.ext = h.sa;
   if (phased && !phasePlan(p, g, pos, h, w, t, r)) return false;
   r.oy = t.oy.data(), r.oc = t.oc.data();
+  return true;
+}
+
+// The AMX extended grid's K as channels x taps (conv.h's ConvRowsAmxPlan): the channel is the
+// K dim of widest input stride, and its channels fill the 32-channel tile steps at least 4/5
+// (the stem's 3 would waste 29 of 32).
+bool rowsAmxPlan(const ConvProblem& p, const ConvRowsPlan& r, std::vector<int64_t>& tapOff, ConvRowsAmxPlan& a) {
+  if (r.phases.planes > 0 || p.nk == 0) return false;
+  int64_t ConvDim::*ys = swapsOperands(p) ? &ConvDim::sa : &ConvDim::sb;
+  const ConvDim ch = sortedBy(p.k, p.nk, ys).front();
+  if (ch.size < 32 || (ch.size + 31) / 32 * 32 * 4 > ch.size * 5 || r.g.k % ch.size != 0) return false;
+  a.rows = &r, a.cin = ch.size, a.taps = r.g.k / ch.size, a.cs = ch.*ys;
+  tapOff.assign(r.g.yK, r.g.yK + a.taps);
+  for (int64_t t = 0; t < a.taps; ++t)
+    if (tapOff[static_cast<size_t>(t)] < 0) return false;
+  for (int64_t c = 0; c < a.cin; ++c)
+    for (int64_t t = 0; t < a.taps; ++t)
+      if (r.g.yK[c * a.taps + t] != c * a.cs + tapOff[static_cast<size_t>(t)]) return false;
+  a.tapOff = tapOff.data();
   return true;
 }
 
@@ -346,10 +365,14 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   if (tabled) plan = gemmPlan(p, tables);
   GridTables grid;
   ConvRowsPlan rows;
-  const bool onGrid = tabled && rowsPlan(p, plan, run, grid, rows);
+  // On AMX, bf16 takes the grid where its K splits into channels x taps, else the tabled GEMM.
+  const bool amxTiles = run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16;
+  std::vector<int64_t> tapOff;
+  ConvRowsAmxPlan tileRows;
+  bool onGrid = tabled && rowsPlan(p, plan, run, grid, rows);
+  if (onGrid && amxTiles && !rowsAmxPlan(p, rows, tapOff, tileRows)) onGrid = false;
   if (tabled && !onGrid) gemmColumns(p, tables, plan);
   // The extended grid and the tabled GEMM write C where it is empty; the other paths add to it.
-  const bool amxTiles = run == Isa::amx && plan.xType == Elem::bf16 && plan.yType == Elem::bf16;
   plan.overwrite = overwrite && tabled && !onGrid;
   if (overwrite && !onGrid && !plan.overwrite) zeroOutput(p);
   ConvPath path;
@@ -378,7 +401,10 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   } else if (onGrid) {
     path = ConvPath::rows;
     rows.overwrite = overwrite;
-    if (run >= Isa::avx512)
+    if (amxTiles) {
+      runConvRowsAmx(tileRows, t);
+      amxCalls.fetch_add(1, std::memory_order_relaxed);
+    } else if (run >= Isa::avx512)
       runConvRowsAvx512(rows, t, run >= Isa::avx512bf16);
     else if (run == Isa::avx2)
       runConvRowsAvx2(rows, t);
