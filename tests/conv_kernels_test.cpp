@@ -85,6 +85,9 @@ const std::vector<Case>& cases() {
       // One image that two threads share; 96 channels (three 32-channel steps) and a 1 x 5 kernel.
       {"2d_amx_grid_shared", 1, 96, 48, {15, 20}, {1, 5}, {1, 1}, {1, 1}, {{0, 0}, {2, 2}}, 1, false, Path::rows},
       {"1d_amx_grid", 2, 64, 20, {50}, {5}, {1}, {1}, {{2, 2}}, 1, false, Path::rows},
+      // Stride 2 on AMX's grid: each channel pair's phase planes interleaved from the input (odd
+      // padded height 17, width 15), two images, 36 outputs.
+      {"2d_amx_grid_s2_batch2", 2, 64, 36, {15, 13}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}, 1, false, Path::rows},
       {"2d_1x1_plain", 1, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
       {"2d_1x1_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, false, Path::plain},
       {"2d_1x1_nhwc_batch3", 3, 13, 9, {7, 9}, {1, 1}, {1, 1}, {1, 1}, {}, 1, true, Path::plain},
@@ -247,12 +250,12 @@ std::vector<Target> targets() {
   return out;
 }
 
-// The extended grid takes bf16 where vdpbf16ps runs it, or on AMX where the input channels (a
-// group's) fill the tiles' 32-channel steps at least 4/5 (else the tiles take the tabled GEMM);
-// never at stride 2 (phase planes are f32 only).
+// The extended grid takes bf16 where vdpbf16ps runs it (not at stride 2: its phase planes are
+// f32 only), or on AMX where the input channels (a group's) fill the tiles' 32-channel steps at
+// least 4/5 (else the tiles take the tabled GEMM).
 bool bf16OnGrid(const Case& c, const std::string& targetCpu) {
-  if (!targetCpu.empty() || c.strides.back() == 2) return false;
-  if (kernels::hostIsa() == kernels::Isa::avx512bf16) return true;
+  if (!targetCpu.empty()) return false;
+  if (kernels::hostIsa() == kernels::Isa::avx512bf16) return c.strides.back() != 2;
   const int64_t channels = c.channels / c.groups;
   return kernels::hostIsa() == kernels::Isa::amx && channels >= 32 && (channels + 31) / 32 * 32 * 4 <= channels * 5;
 }
@@ -304,11 +307,11 @@ TEST(ConvKernels, Bf16) {
                            "2d_1x1_nhwc_batch3", "2d_1x1_s2_downsample", "2d_depthwise", "3d_nhwc", "2d_k1170_nchw",
                            "2d_whole_tiles_nhwc", "2d_k576_x_packed_once", "2d_k567_groups2_x_packed_once",
                            "2d_3x3_s2_wide_rows", "2d_3x3_s2_even_groups2", "2d_amx_grid_batch3",
-                           "2d_amx_grid_shared", "1d_amx_grid"})
+                           "2d_amx_grid_shared", "1d_amx_grid", "2d_amx_grid_s2_batch2", "2d_3x3_s2_unread_edge_k288"})
     check(named(name), DType::bf16, 1, "");
   // On an AMX host every case above but the 1x1 plain GEMM and the depthwise one ran on the
-  // tiles: 13 tabled GEMMs and 6 grids (64, 63 a group, 130 and 96 channels).
-  if (kernels::hostIsa() == kernels::Isa::amx) EXPECT_EQ(kernels::convAmxCallCount(), amx + 19);
+  // tiles: 13 tabled GEMMs and 8 grids (64, 63 a group, 130, 96 and 32 channels; two at stride 2).
+  if (kernels::hostIsa() == kernels::Isa::amx) EXPECT_EQ(kernels::convAmxCallCount(), amx + 21);
 }
 
 TEST(ConvKernels, LowerTargets) {
@@ -333,7 +336,8 @@ TEST(ConvKernels, TwoThreads) {
   };
   for (const Case& c : big) check(c, DType::f32, 2, "");
   // bf16 on two threads: AMX's grid with an image per thread, then one image shared.
-  for (const char* name : {"2d_amx_grid_batch3", "2d_amx_grid_shared"}) check(named(name), DType::bf16, 2, "");
+  for (const char* name : {"2d_amx_grid_batch3", "2d_amx_grid_shared", "2d_amx_grid_s2_batch2"})
+    check(named(name), DType::bf16, 2, "");
 }
 
 // The generic loops (the reference lowering) and the kernels agree, and the switch works.

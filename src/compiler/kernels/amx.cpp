@@ -216,6 +216,40 @@ void interleaveChannels(const uint16_t* base, int64_t cin, int64_t cs, int64_t s
   }
 }
 
+// The same for a stride-2 grid (conv.h's ConvPhases): each channel pair's four phase planes
+// of `sub` pairs (rows2 rows of pitch2), element (row, col) of the channel going to phase
+// (row % 2, col % 2) at (row / 2, col / 2); nothing at or past `extent` elements from y is read.
+void interleavePhases(const uint16_t* y, int64_t base, int64_t extent, int64_t cin, int64_t cs, const radix::kernels::ConvPhases& ph,
+                      int64_t stride, int64_t q0, int64_t q1, uint16_t* planes) {
+  alignas(64) static constexpr uint16_t kEven[32] = {0,  32, 2,  34, 4,  36, 6,  38, 8,  40, 10, 42, 12, 44, 14, 46,
+                                                     16, 48, 18, 50, 20, 52, 22, 54, 24, 56, 26, 58, 28, 60, 30, 62};
+  const __m512i even = _mm512_load_si512(kEven);
+  const int64_t rows2 = (ph.rows + 1) / 2, pitch2 = (ph.pitch + 1) / 2, sub = rows2 * pitch2;
+  for (int64_t q = q0; q < q1; ++q) {
+    for (int phase = 0; phase < 4; ++phase) {
+      const int64_t a = phase / 2, b = phase % 2;
+      for (int64_t r2 = 0; r2 < rows2; ++r2) {
+        uint16_t* d = planes + (q * stride + phase * sub + r2 * pitch2) * 2;
+        const int64_t row = 2 * r2 + a;
+        int64_t n = row < ph.rows ? (ph.pitch - b + 1) / 2 : 0;
+        const int64_t at0 = base + 2 * q * cs + row * ph.pitch + b, at1 = at0 + cs;
+        const bool has1 = 2 * q + 1 < cin;
+        // Only elements below extent: one past the last element any position reads.
+        for (int64_t at : {at0, has1 ? at1 : at0}) n = std::min(n, at < extent ? (extent - at + 1) / 2 : 0);
+        for (int64_t t = 0; t < n; t += 16) {
+          const int k = static_cast<int>(std::min<int64_t>(16, n - t));
+          const __mmask32 read = static_cast<__mmask32>((uint64_t(1) << (2 * k - 1)) - 1);
+          const __m512i v0 = _mm512_maskz_loadu_epi16(read, y + at0 + 2 * t);
+          const __m512i v1 = has1 ? _mm512_maskz_loadu_epi16(read, y + at1 + 2 * t) : _mm512_setzero_si512();
+          _mm512_mask_storeu_epi16(d + 2 * t, static_cast<__mmask32>((uint64_t(1) << (2 * k)) - 1),
+                                   _mm512_permutex2var_epi16(v0, even, v1));
+        }
+        if (n < pitch2) std::memset(d + 2 * n, 0, sizeof(uint16_t) * static_cast<size_t>(2 * (pitch2 - n)));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 namespace radix::kernels {
@@ -229,14 +263,20 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
   for (int64_t t = 0; t < p.taps; ++t) maxTap = std::max(maxTap, p.tapOff[t]);
   // A unit (one outer index of one group) reads span elements of each channel; its tiles read
   // up to a whole 32 columns past the last position.
-  const int64_t span = maxTap + cols, pitch = roundUp(maxTap + tiles * 32, 32);
+  // Stride 2: pair planes of four phase planes each, the tiles' overrun past the last one zero.
+  const ConvPhases& ph = r.phases;
+  const int64_t sub = ph.planes > 0 ? (ph.rows + 1) / 2 * ((ph.pitch + 1) / 2) : 0;
+  const int64_t span = maxTap + cols, pitch = sub > 0 ? 4 * sub : roundUp(maxTap + tiles * 32, 32);
+  const int64_t tail = sub > 0 ? roundUp(tiles * 32, 32) : 0, planeElems = (pairs * pitch + tail) * 2;
+  // A copy-space offset (ConvRowsPlan's for phases) as an input offset.
+  auto inputOffset = [&](int64_t at) { return sub > 0 ? at / (4 * sub) * ph.plane : at; };
   const uint16_t* x = static_cast<const uint16_t*>(g.x);
   const uint16_t* y = static_cast<const uint16_t*>(g.y);
   Scratch weights, sharedPlanes;
   uint16_t* wp = static_cast<uint16_t*>(weights.get(sizeof(uint16_t) * static_cast<size_t>(g.groups * mP * kk)));
   const int64_t units = g.groups * r.outer;
   const bool own = units >= threads;  // whole units per thread, else every thread shares each unit's planes
-  uint16_t* shared = own ? nullptr : static_cast<uint16_t*>(sharedPlanes.get(sizeof(uint16_t) * static_cast<size_t>(pairs * pitch * 2)));
+  uint16_t* shared = own ? nullptr : static_cast<uint16_t*>(sharedPlanes.get(sizeof(uint16_t) * static_cast<size_t>(planeElems)));
   auto packWeights = [&](int64_t row0, int64_t row1) {
     for (int64_t row = row0; row < row1; ++row) {
       const int64_t gi = row / mP, i = row % mP;
@@ -255,7 +295,12 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
   };
   auto planesOf = [&](int64_t u, int64_t q0, int64_t q1, uint16_t* planes) {
     const int64_t gi = u / r.outer, o = u % r.outer;
-    interleaveChannels(y + gi * g.gy + r.oy[o], p.cin, p.cs, span, pitch, q0, q1, planes);
+    if (sub == 0) {
+      interleaveChannels(y + gi * g.gy + r.oy[o], p.cin, p.cs, span, pitch, q0, q1, planes);
+      return;
+    }
+    interleavePhases(y, inputOffset(gi * g.gy) + inputOffset(r.oy[o]), ph.extent, p.cin, p.cs, ph, pitch, q0, q1, planes);
+    if (q1 == pairs) std::memset(planes + pairs * pitch * 2, 0, sizeof(uint16_t) * static_cast<size_t>(tail * 2));
   };
   auto tilesOf = [&](int64_t u, int64_t t0, int64_t t1, const uint16_t* planes) {
     const int64_t gi = u / r.outer, o = u % r.outer;
@@ -296,7 +341,7 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
     HardwareTiles::config(fullTileConfig());
     if (own) {
       static thread_local Scratch mine;
-      uint16_t* planes = static_cast<uint16_t*>(mine.get(sizeof(uint16_t) * static_cast<size_t>(pairs * pitch * 2)));
+      uint16_t* planes = static_cast<uint16_t*>(mine.get(sizeof(uint16_t) * static_cast<size_t>(planeElems)));
       for (int64_t u = units * t / nt; u < units * (t + 1) / nt; ++u) {
         planesOf(u, 0, pairs, planes);
         tilesOf(u, 0, tiles, planes);

@@ -85,9 +85,11 @@ struct ConvRowsPlan {
 };
 
 /// The extended grid on AMX tiles (bf16), where K is channels x taps: per outer index, the
-/// input's channel pairs are interleaved once into planes `pitch` pairs long (zero past the
-/// input and the channels), and each tap's B tiles load from them in place, 16 columns of 16
-/// channel pairs at the tap's offset. rows.g.yK[c * taps + t] is c * cs + tapOff[t].
+/// input's channel pairs are interleaved once into planes (zero past the input and the
+/// channels), and each tap's B tiles load from them in place, 16 columns of 16 channel pairs at
+/// the tap's offset. rows.g.yK[c * taps + t] is c * cs + tapOff[t], cs the channels' input
+/// stride; with rows.phases (stride 2), cs is one phase `plane` and yK's channel step is the
+/// copy's four phase planes, which the interleave writes per channel pair.
 struct ConvRowsAmxPlan {
   const ConvRowsPlan* rows = nullptr;
   int64_t cin = 0, taps = 0, cs = 0;

@@ -282,7 +282,7 @@ bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, Isa run, GridTables& 
   // bf16 tiles interleave their pairs anyway: a phase copy first only adds to that (the 7x7
   // stem at batch 8: 293 -> 235 GFLOP/s on Zen 5); f32 reads the copy in place.
   const bool phased = w.sa == 2;
-  if (phased && !f32) return false;
+  if (phased && !f32 && run != Isa::amx) return false;
   pos.pop_back();
   ConvDim h{1, w.size, 0, w.size};
   if (!pos.empty() && pos.back().sc == w.size &&
@@ -306,17 +306,21 @@ bool rowsPlan(const ConvProblem& p, const ConvGemmPlan& g, Isa run, GridTables& 
 // K dim of widest input stride, and its channels fill the 32-channel tile steps at least 4/5
 // (the stem's 3 would waste 29 of 32).
 bool rowsAmxPlan(const ConvProblem& p, const ConvRowsPlan& r, std::vector<int64_t>& tapOff, ConvRowsAmxPlan& a) {
-  if (r.phases.planes > 0 || p.nk == 0) return false;
+  if (p.nk == 0) return false;
   int64_t ConvDim::*ys = swapsOperands(p) ? &ConvDim::sa : &ConvDim::sb;
   const ConvDim ch = sortedBy(p.k, p.nk, ys).front();
   if (ch.size < 32 || (ch.size + 31) / 32 * 32 * 4 > ch.size * 5 || r.g.k % ch.size != 0) return false;
   a.rows = &r, a.cin = ch.size, a.taps = r.g.k / ch.size, a.cs = ch.*ys;
+  // With phases, yK is in the copy's offsets, where a channel (a plane) is four phase planes.
+  const ConvPhases& ph = r.phases;
+  if (ph.planes > 0 && a.cs != ph.plane) return false;
+  const int64_t step = ph.planes > 0 ? 4 * ((ph.rows + 1) / 2) * ((ph.pitch + 1) / 2) : a.cs;
   tapOff.assign(r.g.yK, r.g.yK + a.taps);
   for (int64_t t = 0; t < a.taps; ++t)
     if (tapOff[static_cast<size_t>(t)] < 0) return false;
   for (int64_t c = 0; c < a.cin; ++c)
     for (int64_t t = 0; t < a.taps; ++t)
-      if (r.g.yK[c * a.taps + t] != c * a.cs + tapOff[static_cast<size_t>(t)]) return false;
+      if (r.g.yK[c * a.taps + t] != c * step + tapOff[static_cast<size_t>(t)]) return false;
   a.tapOff = tapOff.data();
   return true;
 }
