@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "compiler/kernels/kernels.h"
 #include "compiler/kernels/packed.h"
 #include "io_testing.h"
 
@@ -218,6 +219,87 @@ TEST(Concurrency, PackedWeightSharedByConcurrentCalls) {
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+// A convolution's kernel (NCHW input, OIHW weights: the kernel is the GEMM's packed X) is packed
+// once too, in each kernel's own layout, keyed by the call's descriptor.
+constexpr int64_t kB = 2, kC = 8, kO = 16, kH = 10, kW = 11;  // 3x3, padding 1; the kernel over 4 KB (pinned)
+
+std::vector<double> conv3x3(const std::vector<float>& x, const std::vector<float>& w, int64_t c = kC, int64_t o = kO) {
+  std::vector<double> y(static_cast<size_t>(kB * o * kH * kW), 0.0);
+  for (int64_t b = 0; b < kB; ++b)
+    for (int64_t f = 0; f < o; ++f)
+      for (int64_t i = 0; i < kH; ++i)
+        for (int64_t j = 0; j < kW; ++j) {
+          double acc = 0;
+          for (int64_t q = 0; q < c; ++q)
+            for (int64_t u = 0; u < 3; ++u)
+              for (int64_t v = 0; v < 3; ++v) {
+                const int64_t ii = i + u - 1, jj = j + v - 1;
+                if (ii >= 0 && ii < kH && jj >= 0 && jj < kW)
+                  acc += double(x[((b * c + q) * kH + ii) * kW + jj]) * w[((f * c + q) * 3 + u) * 3 + v];
+              }
+          y[((b * o + f) * kH + i) * kW + j] = acc;
+        }
+  return y;
+}
+
+void expectConv(const Tensor& y, const std::vector<double>& want, double tol) {
+  const auto got = y.toVector<double>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "element " << i;
+}
+
+auto conv() {
+  Tensor::ConvOptions o;
+  o.padding = {{1, 1}, {1, 1}};
+  return [o](Tensor x, Tensor w) { return x.conv2d(w, o); };
+}
+
+TEST(PackedWeights, ConvolutionKernelIsPackedOnceAcrossCalls) {
+  const radix::Platform cpu = platform();
+  const auto xv = randomValues(kB * kC * kH * kW, 31), wv = randomValues(kO * kC * 9, 32);
+  Tensor x = Tensor::fromValues(cpu, Shape({kB, kC, kH, kW}, DType::f32), xv);
+  Tensor w = Tensor::fromValues(cpu, Shape({kO, kC, 3, 3}, DType::f32), wv);
+  auto f = radix::compile(cpu, conv(), x, w);
+  const auto want = conv3x3(xv, wv);
+  const auto s0 = kernels::packedCacheStats();
+  for (int call = 0; call < 4; ++call) expectConv(f(x, w), want, 1e-5);
+  const auto s1 = kernels::packedCacheStats();
+  EXPECT_EQ(s1.packs, s0.packs + 1) << "the kernel should be packed whole by the second call only";
+  EXPECT_EQ(s1.hits, s0.hits + 2);
+  // Updated in place (donation): the same buffer, new values, new results.
+  auto update = radix::compile(cpu, [](Tensor v) { return v.addConstant(1.0).reuseBuffer(v); }, w);
+  Tensor w2 = update(w);
+  std::vector<float> w2v = wv;
+  for (float& v : w2v) v += 1.0f;
+  const auto want2 = conv3x3(xv, w2v);
+  for (int call = 0; call < 3; ++call) expectConv(f(x, w2), want2, 1e-5);
+}
+
+// bf16, 64 channels: AMX's grid packs the kernel tap-major, the bf16 rows kernel in pairs; each
+// is cached under its own layout. The input (x) is never cached: only the kernel operand is.
+TEST(PackedWeights, Bf16ConvolutionKernelIsPackedOnce) {
+  const radix::Platform cpu = platform();
+  constexpr int64_t c = 64, o = 40;
+  const auto xv = randomValues(kB * c * kH * kW, 41), wv = randomValues(o * c * 9, 42);
+  Tensor x = Tensor::fromValues(cpu, Shape({kB, c, kH, kW}, DType::bf16), xv);
+  Tensor w = Tensor::fromValues(cpu, Shape({o, c, 3, 3}, DType::bf16), wv);
+  std::vector<float> xr, wr;
+  for (double v : x.toVector<double>()) xr.push_back(static_cast<float>(v));
+  for (double v : w.toVector<double>()) wr.push_back(static_cast<float>(v));
+  auto f = radix::compile(cpu, conv(), x, w);
+  const auto want = conv3x3(xr, wr, c, o);
+  const auto s0 = kernels::packedCacheStats();
+  for (int call = 0; call < 4; ++call) expectConv(f(x, w), want, 1.0 / 64);
+  const auto s1 = kernels::packedCacheStats();
+  const kernels::Isa isa = kernels::hostIsa();
+  if (isa == kernels::Isa::amx || isa == kernels::Isa::avx512bf16) {
+    EXPECT_EQ(s1.packs, s0.packs + 1);
+    EXPECT_EQ(s1.hits, s0.hits + 2);
+  } else {
+    GTEST_SKIP() << "bf16 convolutions run the tabled GEMM without avx512bf16 (packed per block); numerics checked";
+  }
 }
 
 }  // namespace

@@ -273,11 +273,10 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
   const uint16_t* x = static_cast<const uint16_t*>(g.x);
   const uint16_t* y = static_cast<const uint16_t*>(g.y);
   Scratch weights, sharedPlanes;
-  uint16_t* wp = static_cast<uint16_t*>(weights.get(sizeof(uint16_t) * static_cast<size_t>(g.groups * mP * kk)));
   const int64_t units = g.groups * r.outer;
   const bool own = units >= threads;  // whole units per thread, else every thread shares each unit's planes
   uint16_t* shared = own ? nullptr : static_cast<uint16_t*>(sharedPlanes.get(sizeof(uint16_t) * static_cast<size_t>(planeElems)));
-  auto packWeights = [&](int64_t row0, int64_t row1) {
+  auto packWeights = [&](uint16_t* wp, int64_t row0, int64_t row1) {
     for (int64_t row = row0; row < row1; ++row) {
       const int64_t gi = row / mP, i = row % mP;
       uint16_t* d = wp + row * kk;
@@ -293,6 +292,28 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
       }
     }
   };
+  // The weights tap-major, rows of kk: from the packed-weight cache where they are a pinned weight.
+  const int64_t rowsAll = g.groups * mP;
+  auto packAll = [&](uint16_t* dst) {
+    if (threads <= 1 || rowsAll < 64) {
+      packWeights(dst, 0, rowsAll);
+      return;
+    }
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      packWeights(dst, rowsAll * t / nt, rowsAll * (t + 1) / nt);
+    }
+  };
+  const size_t wBytes = sizeof(uint16_t) * static_cast<size_t>(rowsAll * kk);
+  std::shared_ptr<const void> keep;
+  const uint16_t* wp = static_cast<const uint16_t*>(
+      xPackedCached(g, 0x60000 | static_cast<int32_t>(p.taps), wBytes, [&](void* dst) { packAll(static_cast<uint16_t*>(dst)); }, keep));
+  if (!wp) {
+    uint16_t* w = static_cast<uint16_t*>(weights.get(wBytes));
+    packAll(w);
+    wp = w;
+  }
   auto planesOf = [&](int64_t u, int64_t q0, int64_t q1, uint16_t* planes) {
     const int64_t gi = u / r.outer, o = u % r.outer;
     if (sub == 0) {
@@ -335,9 +356,6 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
     }
   };
   auto work = [&](int64_t t, int64_t nt) {
-    const int64_t rowsAll = g.groups * mP;
-    packWeights(rowsAll * t / nt, rowsAll * (t + 1) / nt);
-#pragma omp barrier
     HardwareTiles::config(fullTileConfig());
     if (own) {
       static thread_local Scratch mine;

@@ -7,6 +7,8 @@
 // happens in the packing of A or B); depthwise groups run a direct kernel. conv_dispatch.cpp
 // plans the call (tables, orientation, path); the ISA TUs (conv_impl.h) run the plans.
 #include <cstdint>
+#include <functional>
+#include <memory>
 
 #include "compiler/kernels/kernels.h"
 
@@ -22,6 +24,10 @@ struct ConvProblem {
   const void* a = nullptr;
   const void* b = nullptr;
   float* c = nullptr;
+  const void* aBase = nullptr;  // a's and b's buffers (the packed-weight cache's keys)
+  const void* bBase = nullptr;
+  const int64_t* desc = nullptr;  // the call's descriptor and its length in words
+  int64_t descWords = 0;
   Elem aType = Elem::f32, bType = Elem::f32;
   ConvDim group;  // the group loop (size 1 when ungrouped)
   int nm = 0, nn = 0, nk = 0;
@@ -52,7 +58,19 @@ struct ConvGemmPlan {
   const int64_t *xRow = nullptr, *xK = nullptr, *yK = nullptr, *yCol = nullptr, *cRow = nullptr, *cCol = nullptr;
   const int32_t *yRun = nullptr, *yStep = nullptr;
   bool overwrite = false;  // C holds no values yet: each tile is zeroed, in cache, before its first K block
+  // X's buffer where X is the convolution's kernel (not the input), and the call's descriptor,
+  // which determines X's tables: X packed whole is cached under them (xPackedCached) where that
+  // buffer is a pinned argument.
+  const void* xBase = nullptr;
+  const int64_t* desc = nullptr;
+  int64_t descWords = 0;
 };
+
+/// X packed whole by `pack` (`bytes`, the kernel's `layout`), from the packed-weight cache where
+/// X's buffer is a pinned argument (a model's weights), else null: the caller packs it per call.
+/// `keep` holds the cached copy for the call.
+const void* xPackedCached(const ConvGemmPlan& g, int32_t layout, size_t bytes, const std::function<void(void* dst)>& pack,
+                          std::shared_ptr<const void>& keep);
 
 /// X packed whole for a call (every group, all of K) at most this large.
 constexpr int64_t kConvXPackBytes = int64_t(16) << 20;

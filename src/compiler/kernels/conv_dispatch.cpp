@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/kernels/conv.h"
+#include "compiler/kernels/packed.h"
 
 namespace radix::kernels {
 
@@ -19,6 +20,21 @@ std::atomic<uint64_t> amxCalls;
 
 uint64_t convCallCount(ConvPath path) { return convCounters[static_cast<int>(path)].load(std::memory_order_relaxed); }
 uint64_t convAmxCallCount() { return amxCalls.load(std::memory_order_relaxed); }
+
+const void* xPackedCached(const ConvGemmPlan& g, int32_t layout, size_t bytes, const std::function<void(void* dst)>& pack,
+                          std::shared_ptr<const void>& keep) {
+  if (!g.xBase || !g.desc || g.m <= 0 || g.k <= 0) return nullptr;
+  // The element offsets from g.x that X's tables read.
+  int64_t lo = std::min<int64_t>(0, (g.groups - 1) * g.gx), hi = std::max<int64_t>(0, (g.groups - 1) * g.gx);
+  for (const auto& [t, n] : {std::pair{g.xRow, g.m}, std::pair{g.xK, g.k}}) {
+    lo += *std::min_element(t, t + n);
+    hi += *std::max_element(t, t + n);
+  }
+  const int64_t eb = elemBytes(g.xType), at = static_cast<const char*>(g.x) - static_cast<const char*>(g.xBase);
+  keep = packedOperand(g.xBase, at + lo * eb, at + (hi + 1) * eb, std::vector<int64_t>(g.desc, g.desc + g.descWords),
+                       g.xType, layout, bytes, pack);
+  return keep.get();
+}
 
 namespace {
 
@@ -157,6 +173,7 @@ ConvGemmPlan gemmPlan(const ConvProblem& p, GemmTables& t) {
   t.xK = offsetTable(kd, xs), t.yK = offsetTable(kd, ys);
   ConvGemmPlan g;
   g.x = swap ? p.b : p.a, g.y = swap ? p.a : p.b, g.c = p.c;
+  g.xBase = swap ? p.bBase : nullptr, g.desc = p.desc, g.descWords = p.descWords;
   g.xType = swap ? p.bType : p.aType, g.yType = swap ? p.aType : p.bType;
   g.groups = p.group.size, g.gx = p.group.*xs, g.gy = p.group.*ys, g.gc = p.group.sc;
   g.m = static_cast<int64_t>(t.xRow.size()), g.k = static_cast<int64_t>(t.xK.size());
@@ -354,6 +371,8 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   for (int i = 0; i < p.nn; ++i) next(p.n[i]), flops *= static_cast<double>(p.n[i].size);
   for (int i = 0; i < p.nk; ++i) next(p.k[i]), flops *= static_cast<double>(p.k[i].size);
   if (!(flops > 0)) return;
+  p.desc = d, p.descWords = at - d;
+  p.aBase = reinterpret_cast<const void*>(aBase), p.bBase = reinterpret_cast<const void*>(bBase);
   p.a = reinterpret_cast<const char*>(aBase) + aOffset * elemBytes(p.aType);
   p.b = reinterpret_cast<const char*>(bBase) + bOffset * elemBytes(p.bType);
   p.c = reinterpret_cast<float*>(cBase) + cOffset;

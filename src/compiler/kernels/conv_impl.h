@@ -228,14 +228,11 @@ void convBlock(const ConvGemmPlan& g, int64_t gi, int64_t i0, int64_t i1, int64_
   }
 }
 
-// X of every group packed once into whole-K panels (panel p of group gi at (gi * panels + p) *
-// kp * MR), split among threads.
+// X of every group into x in whole-K panels (convPackXWhole's layout), split among threads.
 template <class Cfg, Elem EX>
-const typename Cfg::PackT* convPackXWhole(const ConvGemmPlan& g, int threads, Scratch& storage) {
-  using PackT = typename Cfg::PackT;
+void convPackXInto(const ConvGemmPlan& g, int threads, typename Cfg::PackT* x) {
   constexpr int MR = Cfg::MR, P = Cfg::kPair;
   const int64_t kp = (g.k + P - 1) / P * P, panels = (g.m + MR - 1) / MR;
-  PackT* x = static_cast<PackT*>(storage.get(static_cast<size_t>(g.groups * panels * kp * MR) * sizeof(PackT)));
   // Panels [u0, u1) of all groups in a row: one convPackX call per group they touch.
   auto pack = [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1;) {
@@ -255,24 +252,43 @@ const typename Cfg::PackT* convPackXWhole(const ConvGemmPlan& g, int threads, Sc
       pack(units * t / nt, units * (t + 1) / nt);
     }
   }
+}
+
+// X of every group packed once into whole-K panels (panel p of group gi at (gi * panels + p) *
+// kp * MR), split among threads: from the packed-weight cache where X is a pinned weight (keep
+// holds it), else into storage.
+template <class Cfg, Elem EX>
+const typename Cfg::PackT* convPackXWhole(const ConvGemmPlan& g, int threads, Scratch& storage,
+                                          std::shared_ptr<const void>& keep) {
+  using PackT = typename Cfg::PackT;
+  constexpr int MR = Cfg::MR, P = Cfg::kPair;
+  const int64_t kp = (g.k + P - 1) / P * P, panels = (g.m + MR - 1) / MR;
+  const size_t bytes = static_cast<size_t>(g.groups * panels * kp * MR) * sizeof(PackT);
+  constexpr int32_t layout = 0x50000 | (MR << 8) | (P << 4) | static_cast<int32_t>(sizeof(PackT));
+  if (const void* cached = xPackedCached(g, layout, bytes, [&](void* dst) { convPackXInto<Cfg, EX>(g, threads, static_cast<PackT*>(dst)); }, keep))
+    return static_cast<const PackT*>(cached);
+  PackT* x = static_cast<PackT*>(storage.get(bytes));
+  convPackXInto<Cfg, EX>(g, threads, x);
   return x;
 }
 
 // convPackXWhole where it pays: null when it would exceed kConvXPackBytes or X is used by one
 // column block only (then packing per block reads it once anyway).
 template <class Cfg, Elem EX>
-const typename Cfg::PackT* convPrepackX(const ConvGemmPlan& g, int threads, Scratch& storage) {
+const typename Cfg::PackT* convPrepackX(const ConvGemmPlan& g, int threads, Scratch& storage,
+                                        std::shared_ptr<const void>& keep) {
   constexpr int MR = Cfg::MR, P = Cfg::kPair;
   const int64_t kp = (g.k + P - 1) / P * P, panels = (g.m + MR - 1) / MR;
   const int64_t bytes = g.groups * panels * kp * MR * static_cast<int64_t>(sizeof(typename Cfg::PackT));
   if (bytes > kConvXPackBytes || g.n <= convColumnBlock<Cfg>(kp, g.n)) return nullptr;
-  return convPackXWhole<Cfg, EX>(g, threads, storage);
+  return convPackXWhole<Cfg, EX>(g, threads, storage, keep);
 }
 
 template <class Cfg, Elem EX, Elem EY>
 void convGemmTyped(const ConvGemmPlan& g, int threads) {
   Scratch storage;
-  const typename Cfg::PackT* xPre = convPrepackX<Cfg, EX>(g, threads, storage);
+  std::shared_ptr<const void> keep;
+  const typename Cfg::PackT* xPre = convPrepackX<Cfg, EX>(g, threads, storage, keep);
   Problem shape;
   shape.batch = g.groups, shape.m = g.m, shape.n = g.n;
   splitWork(shape, threads, Cfg::MR, Cfg::NR, [&](int64_t gi, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
@@ -393,7 +409,8 @@ void convRows(const ConvRowsPlan& p, int threads) {
   constexpr Elem E = P == 2 ? Elem::bf16 : Elem::f32;
   ConvGemmPlan g = p.g;
   Scratch storage, phased;
-  const PackT* xPre = convPackXWhole<Cfg, E>(g, threads, storage);
+  std::shared_ptr<const void> keep;
+  const PackT* xPre = convPackXWhole<Cfg, E>(g, threads, storage, keep);
   const radix::kernels::ConvPhases& ph = p.phases;
   const int64_t rows2 = (ph.rows + 1) / 2, sub = rows2 * ((ph.pitch + 1) / 2);
   float* copyTo = ph.planes > 0 ? static_cast<float*>(phased.get(sizeof(float) * static_cast<size_t>(ph.planes * 4 * sub))) : nullptr;

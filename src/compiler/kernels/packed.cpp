@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 namespace radix::kernels {
 
@@ -19,7 +20,8 @@ struct Pin {
   bool weight = false;
 };
 
-using Key = std::tuple<const void*, uint64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int32_t, int32_t>;
+// (buffer, generation, first byte read, view, element type, layout)
+using Key = std::tuple<const void*, uint64_t, int64_t, std::vector<int64_t>, int32_t, int32_t>;
 
 struct Entry {
   Key key;
@@ -138,20 +140,27 @@ size_t packedCacheLimit() {
 
 std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t bytes,
                                     const std::function<void(void* dst)>& pack) {
-  if (!p.bBase || (p.batch != 1 && p.sbb != 0) || bytes == 0) return nullptr;
+  if (!p.bBase || (p.batch != 1 && p.sbb != 0) || p.sbk < 0 || p.sbn < 0) return nullptr;
+  const int64_t offset = static_cast<const char*>(p.b) - static_cast<const char*>(p.bBase);
+  const int64_t eb = elemBytes(p.bType);
+  const int64_t end = offset + ((p.k - 1) * p.sbk + (p.n - 1) * p.sbn) * eb + eb;
+  return packedOperand(p.bBase, offset, end, {p.k, p.n, p.sbk, p.sbn}, p.bType, layout, bytes, pack);
+}
+
+std::shared_ptr<const void> packedOperand(const void* base, int64_t first, int64_t end, std::vector<int64_t> view,
+                                          Elem type, int32_t layout, size_t bytes,
+                                          const std::function<void(void* dst)>& pack) {
+  if (!base || bytes == 0) return nullptr;
   Cache& c = cache();
   Key key;
   {
     std::lock_guard lock(c.mutex);
     if (bytes > c.limit) return nullptr;
-    auto pin = c.pins.find(p.bBase);
+    auto pin = c.pins.find(base);
     if (pin == c.pins.end()) return nullptr;
-    const int64_t offset = static_cast<const char*>(p.b) - static_cast<const char*>(p.bBase);
-    // The last element B reads must lie in the pinned buffer (else B is not that buffer's).
-    const int64_t eb = elemBytes(p.bType);
-    const int64_t last = offset + ((p.k - 1) * p.sbk + (p.n - 1) * p.sbn) * eb + eb;
-    if (offset < 0 || p.sbk < 0 || p.sbn < 0 || last > static_cast<int64_t>(pin->second.bytes)) return nullptr;
-    key = Key{p.bBase, pin->second.generation, offset, p.k, p.n, p.sbk, p.sbn, static_cast<int32_t>(p.bType), layout};
+    // What the operand reads must lie in the pinned buffer (else it is not that buffer's).
+    if (first < 0 || end < first || end > static_cast<int64_t>(pin->second.bytes)) return nullptr;
+    key = Key{base, pin->second.generation, first, std::move(view), static_cast<int32_t>(type), layout};
     ++c.clock;
     auto hit = c.index.find(key);
     if (hit != c.index.end()) {
@@ -178,7 +187,7 @@ std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t byt
   pack(data.get());
   std::lock_guard lock(c.mutex);
   ++c.stats.packs;
-  auto pin = c.pins.find(p.bBase);
+  auto pin = c.pins.find(base);
   // Unpinned or rewritten meanwhile: use the copy for this call only.
   if (pin == c.pins.end() || pin->second.generation != std::get<1>(key)) return data;
   auto hit = c.index.find(key);

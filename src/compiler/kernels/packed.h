@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "compiler/kernels/kernels.h"
 
@@ -20,6 +21,14 @@ namespace radix::kernels {
 /// Thread-safe.
 std::shared_ptr<const void> packedB(const Problem& p, int32_t layout, size_t bytes,
                                     const std::function<void(void* dst)>& pack);
+
+/// Any operand that a kernel packs in a layout of its own (a convolution's kernel), cached as
+/// packedB does: `base` is its buffer (the one pinned), it reads bytes [first, end) of it, and
+/// `view` holds what else the packed contents depend on (dims, strides, a descriptor).
+/// packedOperand(w, 0, 4 * 64 * 576, {64, 576}, Elem::f32, layout, bytes, pack)
+std::shared_ptr<const void> packedOperand(const void* base, int64_t first, int64_t end, std::vector<int64_t> view,
+                                          Elem type, int32_t layout, size_t bytes,
+                                          const std::function<void(void* dst)>& pack);
 
 /// Runtime side: the buffer [data, data + bytes) of `generation` is read-only until unpinned
 /// (pins nest: one per running call that reads it); `weight`: a model's weight, packed whole on
