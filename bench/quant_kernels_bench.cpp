@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   const Runner runner{isa == "avx512", vnni};
   std::printf("isa %s%s; GEMV m=1 GB/s of weight bytes (ratio to the triad), GEMM m=512 GFLOP/s\n", isa.c_str(),
               vnni ? " + vnni" : "");
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768}, {2048, 768}, {768, 2048}, {4096, 4096}};
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{768, 768}, {2048, 768}, {768, 2048}, {4096, 4096}, {32000, 768}};
   for (int threads : threadCounts) {
     const double roof = triad(threads);
     std::printf("\nT=%d  triad %.1f GB/s\n%-6s %-10s %14s %14s %12s %10s\n", threads, roof, "type", "n x k", "gemv int8",
