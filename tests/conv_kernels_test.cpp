@@ -508,6 +508,52 @@ TEST(ConvKernels, BadDescriptorIsIgnored) {
 // into their zero frames' interiors, and the frames keep a fill each (CSE merged them into one,
 // which bufferization then copied whole for the first): no memref.copy is left; the numbers agree
 // with the generic lowering.
+// A bf16 convolution's rounding of its f32 sums folds into the kernel call (kConvOutBf16): AMX's
+// grid rounds each tile as it stores it, the other paths round an f32 scratch; followed by more
+// elementwise work (relu), the rounding stays in that op. Both agree with the loops.
+TEST(ConvKernels, Bf16RoundingFoldsIntoTheCall) {
+  Tensor::ConvOptions o;
+  o.padding = {{1, 1}, {1, 1}};
+  auto plainConv = [o](Tensor a, Tensor k) { return a.conv2d(k, o); };
+  auto convRelu = [o](Tensor a, Tensor k) { return a.conv2d(k, o).relu(); };
+  // 64 channels on a 9 x 10 grid (AMX's grid on AMX hosts); 6 channels (the tabled GEMM); NHWC.
+  struct Shape4 {
+    Dims x, w;
+  };
+  for (const Shape4& s : {Shape4{{2, 64, 9, 10}, {40, 64, 3, 3}}, Shape4{{3, 6, 9, 10}, {10, 6, 3, 3}}}) {
+    for (int fn = 0; fn < 2; ++fn) {
+      SCOPED_TRACE(std::to_string(s.x[1]) + " channels" + (fn ? " + relu" : ""));
+      const std::string dir = ::testing::TempDir() + "radix_conv_round";
+      std::filesystem::remove_all(dir);
+      const radix::Platform cpu =
+          radix::Platform::cpu().withOptions(radix::iotest::passDumpOptions(dir, "radix-lower-rows"));
+      Tensor x = randomTensor(cpu, s.x, DType::bf16, 5), w = randomTensor(cpu, s.w, DType::bf16, 6);
+      const uint64_t before = calls(Path::gemm) + calls(Path::rows);
+      const std::vector<double> got = (fn ? radix::compile(cpu, convRelu, x, w)(x, w) : radix::compile(cpu, plainConv, x, w)(x, w))
+                                          .toVector<double>();
+      EXPECT_GT(calls(Path::gemm) + calls(Path::rows), before);
+      const std::string text = radix::iotest::passDump(dir, "radix-lower-rows", "radix_kernel_conv");
+      ASSERT_FALSE(text.empty());
+      if (fn == 0)
+        EXPECT_EQ(text.find("arith.truncf"), std::string::npos) << "the rounding did not fold into the call:\n" << text;
+      else
+        EXPECT_NE(text.find("arith.truncf"), std::string::npos) << text;
+      std::vector<double> want;
+      {
+        ConvKernelsOff off;
+        radix::CompileOptions plain;
+        plain.cache = false;
+        const radix::Platform ref = radix::Platform::cpu().withOptions(plain);
+        want = (fn ? radix::compile(ref, convRelu, x, w)(x, w) : radix::compile(ref, plainConv, x, w)(x, w)).toVector<double>();
+      }
+      ASSERT_EQ(got.size(), want.size());
+      // Both round the same f32 sums, summed in different orders: one bf16 step apart at most.
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], std::fabs(want[i]) / 128 + 1e-3) << i;
+      std::filesystem::remove_all(dir);
+    }
+  }
+}
+
 TEST(ConvKernels, PaddedInputsAreWrittenIntoTheirFrames) {
   const std::string dir = ::testing::TempDir() + "radix_conv_frames";
   const radix::Platform cpu =

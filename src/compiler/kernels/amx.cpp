@@ -192,6 +192,15 @@ void gridMicro(const uint16_t* a, int64_t kk, const uint16_t* planes, int64_t pi
   _tile_stored(3, out + 16 * 32 + 16, 128);
 }
 
+// dst[t] = src[t] rounded to bf16 (nearest even), t < n <= 32.
+inline void roundRun(uint16_t* dst, const float* src, int n) {
+  for (int t = 0; t < n; t += 16) {
+    const int k = std::min(16, n - t);
+    const __mmask16 m = static_cast<__mmask16>((1u << k) - 1);
+    _mm256_mask_storeu_epi16(dst + t, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + t)));
+  }
+}
+
 // Channel pairs [q0, q1) of the input at base (channels cs apart, `span` elements read) into
 // planes of `pitch` pairs: pair q, element e at planes[(q * pitch + e) * 2 + c % 2] for c = 2q + (0 or 1);
 // zeros past the channels and past span.
@@ -324,8 +333,9 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
     if (q1 == pairs) std::memset(planes + pairs * pitch * 2, 0, sizeof(uint16_t) * static_cast<size_t>(tail * 2));
   };
   auto tilesOf = [&](int64_t u, int64_t t0, int64_t t1, const uint16_t* planes) {
-    const int64_t gi = u / r.outer, o = u % r.outer;
-    float* c = g.c + gi * g.gc + r.oc[o];
+    const int64_t gi = u / r.outer, o = u % r.outer, cAt = gi * g.gc + r.oc[o];
+    float* c = g.c + cAt;
+    uint16_t* cb = p.cBf16 ? p.cBf16 + cAt : nullptr;
     alignas(64) float out[32 * 32];
     for (int64_t jt = t0; jt < t1; ++jt) {
       const int64_t j0 = jt * 32;
@@ -344,6 +354,10 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
         gridMicro(wp + (gi * mP + q * 32) * kk, kk, planes, pitch, p.tapOff, p.taps, csteps, j0, out);
         const int mr = static_cast<int>(std::min<int64_t>(32, g.m - q * 32));
         for (int i = 0; i < mr; ++i) {
+          if (cb) {
+            for (int k = 0; k < nRuns; ++k) roundRun(cb + g.cRow[q * 32 + i] + runs[k].at, out + i * 32 + runs[k].l0, runs[k].len);
+            continue;
+          }
           float* rowC = c + g.cRow[q * 32 + i];
           for (int k = 0; k < nRuns; ++k) {
             if (r.overwrite)

@@ -112,6 +112,7 @@ struct ConvRowsAmxPlan {
   const ConvRowsPlan* rows = nullptr;
   int64_t cin = 0, taps = 0, cs = 0;
   const int64_t* tapOff = nullptr;
+  uint16_t* cBf16 = nullptr;  // kConvOutBf16: C (rows.g.c's offsets) in bf16, written rounded
 };
 
 /// What the direct kernel folds into C: A * B (convolutions), max(C, A) or C + A (pooling).
@@ -151,6 +152,9 @@ constexpr int64_t kConvDescVersion = 1;
 /// In the types word: C holds no values yet (the zero fill before the convolution was dropped),
 /// so the call writes every element of C rather than adding to it.
 constexpr int64_t kConvOverwrite = int64_t(1) << 16;
+/// In the types word, with kConvOverwrite: C is bf16 (the f32 sums rounded to nearest even, as
+/// arith.truncf does), the rounding that followed the convolution folded into its call.
+constexpr int64_t kConvOutBf16 = int64_t(1) << 17;
 constexpr int kConvDescHeader = 5;
 /// Pooling descriptor: version, aType, DirectOp, parallel dims, window dims, then each dim as
 /// (size, sa, sc).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "compiler/kernels/conv.h"
@@ -201,16 +202,39 @@ void gemmColumns(const ConvProblem& p, GemmTables& t, ConvGemmPlan& g) {
   g.yCol = t.yCol.data(), g.cCol = t.cCol.data(), g.yRun = t.yRun.data(), g.yStep = t.yStep.data();
 }
 
-// C = 0 over the convolution's output (the group, M and N dims), in runs where C's unit-stride
-// dim allows (for the paths that add to C, under kConvOverwrite).
-void zeroOutput(const ConvProblem& p) {
+// The convolution's output dims (the group, M and N), merged, outermost first.
+std::vector<ConvDim> outputDims(const ConvProblem& p) {
   std::vector<ConvDim> dims{ConvDim{p.group.size, 0, 0, p.group.sc}};
   for (int i = 0; i < p.nm; ++i) dims.push_back({p.m[i].size, 0, 0, p.m[i].sc});
   for (int i = 0; i < p.nn; ++i) dims.push_back({p.n[i].size, 0, 0, p.n[i].sc});
-  dims = mergeDims(sortedBy(dims.data(), static_cast<int>(dims.size()), &ConvDim::sc));
+  return mergeDims(sortedBy(dims.data(), static_cast<int>(dims.size()), &ConvDim::sc));
+}
+
+// f(offset, run) over C's elements, in runs where C's unit-stride dim allows.
+template <class F>
+void forOutputRuns(const ConvProblem& p, F f) {
+  std::vector<ConvDim> dims = outputDims(p);
   int64_t run = 1;
   if (!dims.empty() && dims.back().sc == 1) run = dims.back().size, dims.pop_back();
-  for (int64_t at : offsetTable(dims, &ConvDim::sc)) std::memset(p.c + at, 0, sizeof(float) * static_cast<size_t>(run));
+  for (int64_t at : offsetTable(dims, &ConvDim::sc)) f(at, run);
+}
+
+// C = 0 over the convolution's output (for the paths that add to C, under kConvOverwrite).
+void zeroOutput(const ConvProblem& p) {
+  forOutputRuns(p, [&](int64_t at, int64_t run) { std::memset(p.c + at, 0, sizeof(float) * static_cast<size_t>(run)); });
+}
+
+// out = p.c (f32 sums at C's offsets) rounded to bf16 as arith.truncf does: nearest even, NaN
+// kept a (quiet) NaN.
+void roundOutput(const ConvProblem& p, uint16_t* out) {
+  forOutputRuns(p, [&](int64_t at, int64_t run) {
+    for (int64_t i = at; i < at + run; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, p.c + i, sizeof bits);
+      out[i] = (bits & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>((bits >> 16) | 0x40)
+                                                 : static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+    }
+  });
 }
 
 struct GridTables {
@@ -359,7 +383,8 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
       d[4] > ConvProblem::kMaxDims)
     return;
   p.nm = static_cast<int>(d[2]), p.nn = static_cast<int>(d[3]), p.nk = static_cast<int>(d[4]);
-  const bool overwrite = (d[1] & kConvOverwrite) != 0;
+  const bool overwrite = (d[1] & kConvOverwrite) != 0, outBf16 = (d[1] & kConvOutBf16) != 0;
+  if (outBf16 && !overwrite) return;  // the lowering folds the rounding only where C is written whole
   const int64_t* at = d + kConvDescHeader;
   auto next = [&](ConvDim& x) {
     x = {at[0], at[1], at[2], at[3]};
@@ -394,6 +419,22 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
   ConvRowsAmxPlan tileRows;
   bool onGrid = tabled && rowsPlan(p, plan, run, grid, rows);
   if (onGrid && amxTiles && !rowsAmxPlan(p, rows, tapOff, tileRows)) onGrid = false;
+  // A bf16 C: AMX's grid rounds each tile as it writes it; the other paths sum into f32 scratch
+  // laid out as C, rounded into C after.
+  uint16_t* cBf16 = outBf16 ? reinterpret_cast<uint16_t*>(p.c) : nullptr;
+  std::unique_ptr<void, void (*)(void*)> sums(nullptr, _mlir_memref_to_llvm_free);
+  if (outBf16 && onGrid && amxTiles) {
+    tileRows.cBf16 = cBf16;
+  } else if (outBf16) {
+    int64_t span = 1;
+    for (const ConvDim& x : outputDims(p)) {
+      if (x.sc < 0) return;  // the lowering folds the rounding into C's of positive strides only
+      span += (x.size - 1) * x.sc;
+    }
+    sums.reset(_mlir_memref_to_llvm_aligned_alloc(64, sizeof(float) * static_cast<uint64_t>(span)));
+    float* c = static_cast<float*>(sums.get());
+    p.c = c, q.c = c, plan.c = c, rows.g.c = c;
+  }
   if (tabled && !onGrid) gemmColumns(p, tables, plan);
   // The extended grid and the tabled GEMM write C where it is empty; the other paths add to it.
   plan.overwrite = overwrite && tabled && !onGrid;
@@ -447,6 +488,7 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
     else
       runConvGemmX86_64(plan, t);
   }
+  if (outBf16 && !tileRows.cBf16) roundOutput(p, cBf16);
   convCounters[static_cast<int>(path)].fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -198,6 +198,56 @@ void emitCall(mlir::ModuleOp module, mlir::Operation* op, llvm::ArrayRef<mlir::V
   op->erase();
 }
 
+namespace {
+
+// The elementwise linalg.generic that only rounds a convolution's f32 sums to bf16, into a
+// buffer of the same shape and (positive) strides that the call can write instead: the sums'
+// buffer is an alloc read by nothing else (deallocs aside), and the bf16 buffer is an argument or
+// an alloc (moved above the convolution where it follows it) that nothing reads between the two.
+mlir::linalg::GenericOp roundingConsumer(mlir::linalg::GenericOp conv) {
+  mlir::Value sums = conv.getDpsInitOperand(0)->get();
+  if (!sums.getDefiningOp<mlir::memref::AllocOp>()) return {};
+  mlir::linalg::GenericOp round;
+  for (mlir::Operation* user : sums.getUsers()) {
+    if (user == conv.getOperation() || mlir::isa<mlir::memref::DeallocOp>(user)) continue;
+    auto g = mlir::dyn_cast<mlir::linalg::GenericOp>(user);
+    if (!g || round) return {};
+    round = g;
+  }
+  if (!round || round->getBlock() != conv->getBlock() || !conv->isBeforeInBlock(round) ||
+      !round.hasPureBufferSemantics() || round.getNumDpsInputs() != 1 || round.getNumDpsInits() != 1 ||
+      round.getDpsInputOperand(0)->get() != sums || round.getNumReductionLoops() != 0)
+    return {};
+  for (mlir::AffineMap m : round.getIndexingMapsArray())
+    if (!m.isIdentity()) return {};
+  mlir::Block& body = round.getRegion().front();
+  auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(body.getTerminator());
+  auto trunc = yield && yield.getNumOperands() == 1 ? yield.getOperand(0).getDefiningOp<mlir::arith::TruncFOp>() : nullptr;
+  if (!trunc || &body.front() != trunc.getOperation() || trunc.getIn() != body.getArgument(0) ||
+      !trunc.getType().isBF16())
+    return {};
+  mlir::Value out = round.getDpsInitOperand(0)->get();
+  auto sumsType = mlir::cast<mlir::MemRefType>(sums.getType());
+  auto outType = mlir::dyn_cast<mlir::MemRefType>(out.getType());
+  const auto sumsStrides = staticStrides(sums), outStrides = staticStrides(out);
+  if (!outType || outType.getShape() != sumsType.getShape() || !sumsStrides || sumsStrides != outStrides) return {};
+  for (int64_t st : *outStrides)
+    if (st <= 0) return {};
+  for (mlir::Operation* user : out.getUsers())
+    if (user != round.getOperation() && user->getBlock() == conv->getBlock() && conv->isBeforeInBlock(user) &&
+        user->isBeforeInBlock(round))
+      return {};
+  auto arg = mlir::dyn_cast<mlir::BlockArgument>(out);
+  mlir::Operation* def = out.getDefiningOp();
+  if (arg && arg.getOwner() == &conv->getParentOfType<mlir::func::FuncOp>().getBody().front()) return round;
+  auto alloc = mlir::dyn_cast_or_null<mlir::memref::AllocOp>(def);
+  if (!alloc || alloc->getBlock() != conv->getBlock() || alloc->getNumOperands() != 0) return {};
+  if (conv->isBeforeInBlock(alloc)) alloc->moveBefore(conv);
+  return round;
+}
+
+}  // namespace
+
 // ---- pooling ----
 
 struct PoolPlan {
@@ -314,6 +364,12 @@ int lowerConvolutionsToKernels(mlir::ModuleOp module, const KernelTarget& target
     if (mlir::Operation* fill = zeroFillBefore(op)) {
       words[1] |= kConvOverwrite;
       fill->erase();
+      // The rounding to bf16 that follows folds into the call, which then writes the bf16 buffer.
+      if (mlir::linalg::GenericOp round = roundingConsumer(op)) {
+        words[1] |= kConvOutBf16;
+        operands[2] = round.getDpsInitOperand(0)->get();
+        round->erase();
+      }
     }
     emitCall(module, op, operands, words, "__radix_conv_desc_", declareKernel(module, kConvSymbol, 9), isa, target.threads, index++);
   }
