@@ -39,7 +39,8 @@ bool amxInt8GemmPacked(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_
 /// zero-padded to 32), into amxBf16PanelBytes(rows, k) bytes, 64-byte aligned.
 ///   amxPackRowsBf16(512, 768, x, 768, packed);
 size_t amxBf16PanelBytes(int64_t rows, int64_t k);
-/// out[i] = x[i] rounded to bf16 (to nearest even), i < n; only where amxBf16Available().
+/// out[i] = x[i] rounded to bf16 (to nearest even, vcvtneps2bf16), i < n; only where the host
+/// has avx512bf16 (AMX hosts and Zen 4/5: it uses no tile instruction).
 ///   amxRoundBf16(row, 768, out);
 void amxRoundBf16(const float* x, int64_t n, uint16_t* out);
 void amxPackRowsBf16(int64_t rows, int64_t k, const float* x, int64_t lda, void* packed);

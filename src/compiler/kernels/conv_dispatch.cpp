@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "compiler/kernels/amx.h"
 #include "compiler/kernels/conv.h"
 #include "compiler/kernels/packed.h"
 
@@ -225,16 +226,34 @@ void zeroOutput(const ConvProblem& p) {
 }
 
 // out = p.c (f32 sums at C's offsets) rounded to bf16 as arith.truncf does: nearest even, NaN
-// kept a (quiet) NaN.
-void roundOutput(const ConvProblem& p, uint16_t* out) {
+// kept a (quiet) NaN; by vcvtneps2bf16 where the host has it, in chunks split across threads.
+void roundOutput(const ConvProblem& p, uint16_t* out, bool bf16Isa, int threads) {
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
   forOutputRuns(p, [&](int64_t at, int64_t run) {
-    for (int64_t i = at; i < at + run; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, p.c + i, sizeof bits);
-      out[i] = (bits & 0x7fffffffu) > 0x7f800000u ? static_cast<uint16_t>((bits >> 16) | 0x40)
-                                                 : static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-    }
+    for (int64_t s = 0; s < run; s += kChunk) chunks.emplace_back(at + s, std::min(kChunk, run - s));
   });
+  auto round = [&](int64_t at, int64_t n) {
+    if (bf16Isa) {
+      amxRoundBf16(p.c + at, n, out + at);
+      return;
+    }
+    const float* src = p.c + at;
+    uint16_t* dst = out + at;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, src + i, sizeof bits);
+      const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+      dst[i] = static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u : rounded);
+    }
+  };
+  const int64_t n = static_cast<int64_t>(chunks.size());
+  if (threads <= 1 || n < 2) {
+    for (const auto& [at, len] : chunks) round(at, len);
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) round(chunks[static_cast<size_t>(i)].first, chunks[static_cast<size_t>(i)].second);
 }
 
 struct GridTables {
@@ -488,7 +507,7 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
     else
       runConvGemmX86_64(plan, t);
   }
-  if (outBf16 && !tileRows.cBf16) roundOutput(p, cBf16);
+  if (outBf16 && !tileRows.cBf16) roundOutput(p, cBf16, run >= Isa::avx512bf16, t);
   convCounters[static_cast<int>(path)].fetch_add(1, std::memory_order_relaxed);
 }
 
