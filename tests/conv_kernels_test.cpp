@@ -321,6 +321,9 @@ TEST(ConvKernels, LowerTargets) {
                              "2d_3x3_s1_7x7_batch2", "2d_k360_nchw", "2d_s2x1_rows_apart", "2d_7x7_s2_stem",
                              "2d_3x3_s2_even_groups2"})
       check(named(name), DType::f32, 1, ts[t].cpu);
+  // bf16 there: the sums are rounded into C without vcvtneps2bf16 (kConvOutBf16's portable path).
+  for (size_t t = 1; t < ts.size(); ++t)
+    for (const char* name : {"2d_3x3_s1_7x7_batch2", "2d_1x1_batch3"}) check(named(name), DType::bf16, 1, ts[t].cpu);
 }
 
 // Big enough (over 1 MFLOP) for the threads to split the work.
