@@ -397,6 +397,16 @@ void convPhaseCopy(const radix::kernels::ConvPhases& ph, const float* y, float* 
   }
 }
 
+// The vectors of columns in convRows' f32 tiles: Cfg::kRowsNV where the Cfg sets it (wider than
+// its GEMM tile), else its GEMM's.
+template <class Cfg>
+constexpr int rowsVectors() {
+  if constexpr (requires { Cfg::kRowsNV; })
+    return Cfg::kRowsNV;
+  else
+    return Cfg::NV;
+}
+
 // The extended-grid convolution (conv.h's ConvRowsPlan): X packed once; f32 inputs read in
 // place, bf16 ones interleaved into pairs per tile (contiguous runs: no gather). A unit is NR
 // columns of one outer index in one group, against every row panel of X: its input lines stay
@@ -405,7 +415,7 @@ template <class Cfg>
 void convRows(const ConvRowsPlan& p, int threads) {
   using V = typename Cfg::V;
   using PackT = typename Cfg::PackT;
-  constexpr int MR = Cfg::MR, NV = Cfg::NV, NR = Cfg::NR, P = Cfg::kPair;
+  constexpr int MR = Cfg::MR, P = Cfg::kPair, NV = rowsVectors<Cfg>(), NR = NV * V::W;
   constexpr Elem E = P == 2 ? Elem::bf16 : Elem::f32;
   ConvGemmPlan g = p.g;
   Scratch storage, phased;
