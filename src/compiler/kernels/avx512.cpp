@@ -26,8 +26,8 @@ struct CfgF32 {
   using V = V512;
   using PackT = float;
   static constexpr int MR = 8, NV = 2, NR = NV * V::W, kPair = 1;
-  // convRows' tiles are 8 x 48 (24 accumulators: 11 loads to 24 FMAs a k, not 10 to 16):
-  // f32 3x3 at ResNet-18's 56x56, 28x28 and 14x14 layers, 1 thread, 5-18 % faster.
+  // convRows' tiles where the grid fills them: 8 x 48 (24 accumulators: 11 loads to 24 FMAs a
+  // k, not 10 to 16): f32 3x3 at ResNet-18's 56x56, 28x28 and 14x14 layers, 1 thread, 5-18 % faster.
   static constexpr int kRowsNV = 3;
   // KC = 512 measured a little ahead of 256 and 384 at 1024^3 and 2048^3.
   static constexpr int64_t MC = 192, KC = 512, NC = 4096;
