@@ -91,8 +91,7 @@ struct CfgBf16 {
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
     prefetchTile<MR, NR>(c, scm, scn);
     AheadFetcher fetch(ahead, steps);
-    for (int64_t s = 0; s < steps; ++s) {
-      fetch.step(s);
+    auto product = [&] {
       __m512bh b[NV];
       for (int v = 0; v < NV; ++v) b[v] = (__m512bh)_mm512_loadu_si512(bp + v * 32);
       for (int i = 0; i < MR; ++i) {
@@ -103,6 +102,14 @@ struct CfgBf16 {
       }
       ap += 2 * MR;
       bp += 2 * NR;
+    };
+    // As microF32: the steps between two fetches without per-step checks.
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t stop = fetch.lines.left > 0 && fetch.lines.next < steps ? fetch.lines.next : steps;
+      for (; s < stop; ++s) product();
+      if (s == steps) break;
+      fetch.step(s);
+      product();
     }
     storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
   }

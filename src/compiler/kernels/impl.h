@@ -165,7 +165,24 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
       V::store(ahead.panel + copied * NV * V::W + v * V::W, V::load(ahead.rows + copied * ahead.ld + v * V::W));
     ++copied;
   };
+  auto product = [&] {
+    typename V::R b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = V::load(bp + v * V::W);
+    for (int i = 0; i < MR; ++i) {
+      const typename V::R a = V::set1(ap[i]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(a, b[v], acc[i][v]);
+    }
+    ap += MR;
+    bp += NV * V::W;
+  };
+  // The steps between two due actions run as a loop of products alone, without per-step checks
+  // (f32 1024^3, AVX-512, 1 thread: 17.8 -> 16.9-17.1 ms).
   for (int64_t k = 0; k < kc; ++k) {
+    int64_t stop = kc;
+    if (fetch.lines.left > 0 && fetch.lines.next < stop) stop = fetch.lines.next;
+    if (copies.left > 0 && copies.next < stop) stop = copies.next;
+    for (; k < stop; ++k) product();
+    if (k == kc) break;
     fetch.step(k);
     if (copies.due(k)) {
       if (copied + kRowsAhead < ahead.count) {
@@ -175,14 +192,7 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
       }
       copyRow();
     }
-    typename V::R b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = V::load(bp + v * V::W);
-    for (int i = 0; i < MR; ++i) {
-      const typename V::R a = V::set1(ap[i]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = V::fma(a, b[v], acc[i][v]);
-    }
-    ap += MR;
-    bp += NV * V::W;
+    product();
   }
   while (copied < ahead.count) copyRow();  // rows left when count does not divide kc
   storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
