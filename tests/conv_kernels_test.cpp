@@ -217,6 +217,17 @@ struct ConvKernelsOff {
   ~ConvKernelsOff() { unsetenv("RADIX_CONV_KERNELS"); }
 };
 
+// fn compiled without the convolution kernels (the generic loops, the reference lowering) and
+// run on args.
+template <class Fn, class... Args>
+std::vector<double> throughLoops(Fn fn, const Args&... args) {
+  ConvKernelsOff off;
+  radix::CompileOptions plain;
+  plain.cache = false;
+  const radix::Platform ref = radix::Platform::cpu().withOptions(plain);
+  return radix::compile(ref, fn, args...)(args...).template toVector<double>();
+}
+
 std::vector<double> run(const Case& c, DType dtype, int threads, const std::string& targetCpu, bool kernelsOn) {
   radix::CompileOptions options;
   options.threads = threads;
@@ -517,38 +528,32 @@ TEST(ConvKernels, BadDescriptorIsIgnored) {
 TEST(ConvKernels, Bf16RoundingFoldsIntoTheCall) {
   Tensor::ConvOptions o;
   o.padding = {{1, 1}, {1, 1}};
-  auto plainConv = [o](Tensor a, Tensor k) { return a.conv2d(k, o); };
-  auto convRelu = [o](Tensor a, Tensor k) { return a.conv2d(k, o).relu(); };
-  // 64 channels on a 9 x 10 grid (AMX's grid on AMX hosts); 6 channels (the tabled GEMM); NHWC.
+  // 64 channels on a 9 x 10 grid (AMX's grid on AMX hosts); 6 channels (the tabled GEMM).
   struct Shape4 {
     Dims x, w;
   };
   for (const Shape4& s : {Shape4{{2, 64, 9, 10}, {40, 64, 3, 3}}, Shape4{{3, 6, 9, 10}, {10, 6, 3, 3}}}) {
-    for (int fn = 0; fn < 2; ++fn) {
-      SCOPED_TRACE(std::to_string(s.x[1]) + " channels" + (fn ? " + relu" : ""));
+    for (bool relu : {false, true}) {
+      SCOPED_TRACE(std::to_string(s.x[1]) + " channels" + (relu ? " + relu" : ""));
+      auto fn = [o, relu](Tensor a, Tensor k) {
+        Tensor y = a.conv2d(k, o);
+        return relu ? y.relu() : y;
+      };
       const std::string dir = ::testing::TempDir() + "radix_conv_round";
       std::filesystem::remove_all(dir);
       const radix::Platform cpu =
           radix::Platform::cpu().withOptions(radix::iotest::passDumpOptions(dir, "radix-lower-rows"));
       Tensor x = randomTensor(cpu, s.x, DType::bf16, 5), w = randomTensor(cpu, s.w, DType::bf16, 6);
       const uint64_t before = calls(Path::gemm) + calls(Path::rows);
-      const std::vector<double> got = (fn ? radix::compile(cpu, convRelu, x, w)(x, w) : radix::compile(cpu, plainConv, x, w)(x, w))
-                                          .toVector<double>();
+      const std::vector<double> got = radix::compile(cpu, fn, x, w)(x, w).toVector<double>();
       EXPECT_GT(calls(Path::gemm) + calls(Path::rows), before);
       const std::string text = radix::iotest::passDump(dir, "radix-lower-rows", "radix_kernel_conv");
       ASSERT_FALSE(text.empty());
-      if (fn == 0)
+      if (!relu)
         EXPECT_EQ(text.find("arith.truncf"), std::string::npos) << "the rounding did not fold into the call:\n" << text;
       else
         EXPECT_NE(text.find("arith.truncf"), std::string::npos) << text;
-      std::vector<double> want;
-      {
-        ConvKernelsOff off;
-        radix::CompileOptions plain;
-        plain.cache = false;
-        const radix::Platform ref = radix::Platform::cpu().withOptions(plain);
-        want = (fn ? radix::compile(ref, convRelu, x, w)(x, w) : radix::compile(ref, plainConv, x, w)(x, w)).toVector<double>();
-      }
+      const std::vector<double> want = throughLoops(fn, x, w);
       ASSERT_EQ(got.size(), want.size());
       // Both round the same f32 sums, summed in different orders: one bf16 step apart at most.
       for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], std::fabs(want[i]) / 128 + 1e-3) << i;
@@ -570,14 +575,7 @@ TEST(ConvKernels, PaddedInputsAreWrittenIntoTheirFrames) {
   const std::string text = radix::iotest::passDump(dir, "convert-bufferization-to-memref", "func.func");
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.find("memref.copy"), std::string::npos) << text;
-  std::vector<double> want;
-  {
-    ConvKernelsOff off;
-    radix::CompileOptions plain;
-    plain.cache = false;
-    const radix::Platform ref = radix::Platform::cpu().withOptions(plain);
-    want = radix::compile(ref, fn, x, w1, w2)(x, w1, w2).toVector<double>();
-  }
+  const std::vector<double> want = throughLoops(fn, x, w1, w2);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
   std::filesystem::remove_all(dir);
