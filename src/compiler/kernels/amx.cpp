@@ -230,9 +230,7 @@ void interleaveChannels(const uint16_t* base, int64_t cin, int64_t cs, int64_t s
 // (row % 2, col % 2) at (row / 2, col / 2); nothing at or past `extent` elements from y is read.
 void interleavePhases(const uint16_t* y, int64_t base, int64_t extent, int64_t cin, int64_t cs, const radix::kernels::ConvPhases& ph,
                       int64_t stride, int64_t q0, int64_t q1, uint16_t* planes) {
-  alignas(64) static constexpr uint16_t kEven[32] = {0,  32, 2,  34, 4,  36, 6,  38, 8,  40, 10, 42, 12, 44, 14, 46,
-                                                     16, 48, 18, 50, 20, 52, 22, 54, 24, 56, 26, 58, 28, 60, 30, 62};
-  const __m512i even = _mm512_load_si512(kEven);
+  alignas(64) static const uint16_t kZeros[32] = {};
   const int64_t rows2 = (ph.rows + 1) / 2, pitch2 = (ph.pitch + 1) / 2, sub = rows2 * pitch2;
   for (int64_t q = q0; q < q1; ++q) {
     for (int phase = 0; phase < 4; ++phase) {
@@ -245,14 +243,9 @@ void interleavePhases(const uint16_t* y, int64_t base, int64_t extent, int64_t c
         const bool has1 = 2 * q + 1 < cin;
         // Only elements below extent: one past the last element any position reads.
         for (int64_t at : {at0, has1 ? at1 : at0}) n = std::min(n, at < extent ? (extent - at + 1) / 2 : 0);
-        for (int64_t t = 0; t < n; t += 16) {
-          const int k = static_cast<int>(std::min<int64_t>(16, n - t));
-          const __mmask32 read = static_cast<__mmask32>((uint64_t(1) << (2 * k - 1)) - 1);
-          const __m512i v0 = _mm512_maskz_loadu_epi16(read, y + at0 + 2 * t);
-          const __m512i v1 = has1 ? _mm512_maskz_loadu_epi16(read, y + at1 + 2 * t) : _mm512_setzero_si512();
-          _mm512_mask_storeu_epi16(d + 2 * t, static_cast<__mmask32>((uint64_t(1) << (2 * k)) - 1),
-                                   _mm512_permutex2var_epi16(v0, even, v1));
-        }
+        for (int64_t t = 0; t < n; t += 16)
+          interleaveEvenPairs(y + at0 + 2 * t, has1 ? y + at1 + 2 * t : kZeros, d + 2 * t,
+                              static_cast<int>(std::min<int64_t>(16, n - t)));
         if (n < pitch2) std::memset(d + 2 * n, 0, sizeof(uint16_t) * static_cast<size_t>(2 * (pitch2 - n)));
       }
     }
@@ -270,9 +263,9 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
   const int64_t cols = (r.h - 1) * r.ext + r.w, tiles = (cols + 31) / 32, pairs = cinP / 2;
   int64_t maxTap = 0;
   for (int64_t t = 0; t < p.taps; ++t) maxTap = std::max(maxTap, p.tapOff[t]);
-  // A unit (one outer index of one group) reads span elements of each channel; its tiles read
-  // up to a whole 32 columns past the last position.
-  // Stride 2: pair planes of four phase planes each, the tiles' overrun past the last one zero.
+  // A unit (one outer index of one group) reads span elements of each channel, and its tiles up
+  // to 32 columns past the last position: each pair's plane is `pitch` pairs. At stride 2 a pair's
+  // plane is its four phase planes, and a zero tail past the last one takes the overrun.
   const ConvPhases& ph = r.phases;
   const int64_t sub = ph.planes > 0 ? (ph.rows + 1) / 2 * ((ph.pitch + 1) / 2) : 0;
   const int64_t span = maxTap + cols, pitch = sub > 0 ? 4 * sub : roundUp(maxTap + tiles * 32, 32);
@@ -339,16 +332,8 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
     alignas(64) float out[32 * 32];
     for (int64_t jt = t0; jt < t1; ++jt) {
       const int64_t j0 = jt * 32;
-      const int live = static_cast<int>(std::min<int64_t>(32, cols - j0));
-      struct Run {
-        int l0, len;
-        int64_t at;
-      } runs[32];
-      int nRuns = 0;
-      for (int64_t row = j0 / r.ext; row < r.h && row * r.ext < j0 + live; ++row) {
-        const int64_t s = std::max(j0, row * r.ext), e = std::min(j0 + live, row * r.ext + r.w);
-        if (s < e) runs[nRuns++] = {static_cast<int>(s - j0), static_cast<int>(e - s), row * r.w + s - row * r.ext};
-      }
+      GridRun runs[32];
+      const int nRuns = gridRuns(r, j0, static_cast<int>(std::min<int64_t>(32, cols - j0)), runs);
       if (nRuns == 0) continue;
       for (int64_t q = 0; q < mP / 32; ++q) {
         gridMicro(wp + (gi * mP + q * 32) * kk, kk, planes, pitch, p.tapOff, p.taps, csteps, j0, out);

@@ -397,6 +397,23 @@ void convPhaseCopy(const radix::kernels::ConvPhases& ph, const float* y, float* 
   }
 }
 
+// A tile's columns that are output positions: a run per grid row, from column l0 of the tile,
+// len long, at `at` in C (past the outer index's offset).
+struct GridRun {
+  int l0, len;
+  int64_t at;
+};
+
+// The runs of the `live` grid columns from j0 (at most one per row they cross); returns their count.
+inline int gridRuns(const radix::kernels::ConvRowsPlan& p, int64_t j0, int live, GridRun* runs) {
+  int n = 0;
+  for (int64_t r = j0 / p.ext; r < p.h && r * p.ext < j0 + live; ++r) {
+    const int64_t s = j0 > r * p.ext ? j0 : r * p.ext, e = j0 + live < r * p.ext + p.w ? j0 + live : r * p.ext + p.w;
+    if (s < e) runs[n++] = {static_cast<int>(s - j0), static_cast<int>(e - s), r * p.w + s - r * p.ext};
+  }
+  return n;
+}
+
 // The extended-grid convolution (conv.h's ConvRowsPlan): X packed once; f32 inputs read in
 // place, bf16 ones interleaved into pairs per tile (contiguous runs: no gather). A unit is NR
 // columns of one outer index in one group, against every row panel of X: its input lines stay
@@ -422,16 +439,8 @@ void convRowsTiled(const ConvRowsPlan& p, int threads) {
     const int live = static_cast<int>(cols - j0 < NR ? cols - j0 : NR);
     const PackT* y = static_cast<const PackT*>(g.y) + gi * g.gy + p.oy[o] + j0;
     float* c = g.c + gi * g.gc + p.oc[o];
-    // The tile's columns that are positions: a run per grid row, at its offset in C.
-    struct Run {
-      int l0, len;
-      int64_t at;
-    } runs[NR];
-    int nRuns = 0;
-    for (int64_t r = j0 / p.ext; r < p.h && r * p.ext < j0 + live; ++r) {
-      const int64_t s = j0 > r * p.ext ? j0 : r * p.ext, e = j0 + live < r * p.ext + p.w ? j0 + live : r * p.ext + p.w;
-      if (s < e) runs[nRuns++] = {static_cast<int>(s - j0), static_cast<int>(e - s), r * p.w + s - r * p.ext};
-    }
+    GridRun runs[NR];
+    const int nRuns = gridRuns(p, j0, live, runs);
     const PackT* xg = xPre + gi * panels * kp * MR;
     PackT* bp = nullptr;
     if constexpr (P == 2) {
