@@ -506,10 +506,30 @@ TEST(ConvKernels, MaxPoolPropagatesNan) {
 
 // A bad descriptor (a cached object from another build) is refused without touching memory.
 TEST(ConvKernels, BadDescriptorIsIgnored) {
-  const int64_t desc[] = {kernels::kConvDescVersion + 1, 0, 0, 0, 0};
+  const int64_t desc[] = {99, 0, 0, 0, 0};
   float c = 7;
   radix_kernel_conv(0, 0, 0, 0, reinterpret_cast<int64_t>(&c), 0, reinterpret_cast<int64_t>(desc), 1, 0);
   EXPECT_EQ(c, 7);
+  // A bf16 C only under its own version (which a runtime from before the flag refuses), and
+  // only where C is written whole: one 1x1 product of 2 x 3 either way, refused.
+  const float a = 2, b = 3;
+  for (const int64_t version : {kernels::kConvDescVersion, kernels::kConvDescVersionOutBf16})
+    for (const int64_t flags : {int64_t(0), kernels::kConvOutBf16, kernels::kConvOverwrite | kernels::kConvOutBf16}) {
+      if ((version == kernels::kConvDescVersionOutBf16) == ((flags & kernels::kConvOutBf16) != 0) &&
+          (flags & kernels::kConvOverwrite) != 0)
+        continue;  // the valid pairings
+      if (version == kernels::kConvDescVersion && flags == 0) continue;
+      const int64_t one[] = {version, flags, 0, 0, 0, 1, 0, 0, 0};
+      radix_kernel_conv(reinterpret_cast<int64_t>(&a), 0, reinterpret_cast<int64_t>(&b), 0, reinterpret_cast<int64_t>(&c),
+                        0, reinterpret_cast<int64_t>(one), 1, 0);
+      EXPECT_EQ(c, 7) << "version " << version << " flags " << flags;
+    }
+  // The same product under a valid descriptor runs: C += 2 x 3.
+  const int64_t valid[] = {kernels::kConvDescVersion, 0, 0, 0, 0, 1, 0, 0, 0};
+  radix_kernel_conv(reinterpret_cast<int64_t>(&a), 0, reinterpret_cast<int64_t>(&b), 0, reinterpret_cast<int64_t>(&c), 0,
+                    reinterpret_cast<int64_t>(valid), 1, 0);
+  EXPECT_EQ(c, 13);
+  c = 7;
   const int64_t tooMany[] = {kernels::kConvDescVersion, 0, 99, 0, 0};
   radix_kernel_conv(0, 0, 0, 0, reinterpret_cast<int64_t>(&c), 0, reinterpret_cast<int64_t>(tooMany), 1, 0);
   EXPECT_EQ(c, 7);
@@ -518,10 +538,6 @@ TEST(ConvKernels, BadDescriptorIsIgnored) {
   EXPECT_EQ(c, 7);
 }
 
-// Two padded convolutions of one shape, each reading an elementwise result: the producers write
-// into their zero frames' interiors, and the frames keep a fill each (CSE merged them into one,
-// which bufferization then copied whole for the first): no memref.copy is left; the numbers agree
-// with the generic lowering.
 // A bf16 convolution's rounding of its f32 sums folds into the kernel call (kConvOutBf16): AMX's
 // grid rounds each tile as it stores it, the other paths round an f32 scratch; followed by more
 // elementwise work (relu), the rounding stays in that op. Both agree with the loops.
@@ -562,6 +578,10 @@ TEST(ConvKernels, Bf16RoundingFoldsIntoTheCall) {
   }
 }
 
+// Two padded convolutions of one shape, each reading an elementwise result: the producers write
+// into their zero frames' interiors, and the frames keep a fill each (CSE merged them into one,
+// which bufferization then copied whole for the first): no memref.copy is left; the numbers agree
+// with the generic lowering.
 TEST(ConvKernels, PaddedInputsAreWrittenIntoTheirFrames) {
   const std::string dir = ::testing::TempDir() + "radix_conv_frames";
   const radix::Platform cpu =

@@ -155,6 +155,9 @@ constexpr int64_t kConvOverwrite = int64_t(1) << 16;
 /// In the types word, with kConvOverwrite: C is bf16 (the f32 sums rounded to nearest even, as
 /// arith.truncf does), the rounding that followed the convolution folded into its call.
 constexpr int64_t kConvOutBf16 = int64_t(1) << 17;
+/// The version of descriptors that set kConvOutBf16 (and only of those): a runtime from before
+/// the flag refuses them (its call returns) rather than writing f32 sums into a bf16 buffer.
+constexpr int64_t kConvDescVersionOutBf16 = 2;
 constexpr int kConvDescHeader = 5;
 /// Pooling descriptor: version, aType, DirectOp, parallel dims, window dims, then each dim as
 /// (size, sa, sc).

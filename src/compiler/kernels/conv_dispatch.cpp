@@ -394,7 +394,7 @@ using namespace radix::kernels;
 extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase, int64_t bOffset, int64_t cBase,
                                   int64_t cOffset, int64_t desc, int64_t threads, int64_t isa) {
   const int64_t* d = reinterpret_cast<const int64_t*>(desc);
-  if (d[0] != kConvDescVersion) return;
+  if (d[0] != kConvDescVersion && d[0] != kConvDescVersionOutBf16) return;
   ConvProblem p;
   p.aType = static_cast<Elem>(d[1] & 0xff);
   p.bType = static_cast<Elem>((d[1] >> 8) & 0xff);
@@ -403,7 +403,8 @@ extern "C" void radix_kernel_conv(int64_t aBase, int64_t aOffset, int64_t bBase,
     return;
   p.nm = static_cast<int>(d[2]), p.nn = static_cast<int>(d[3]), p.nk = static_cast<int>(d[4]);
   const bool overwrite = (d[1] & kConvOverwrite) != 0, outBf16 = (d[1] & kConvOutBf16) != 0;
-  if (outBf16 && !overwrite) return;  // the lowering folds the rounding only where C is written whole
+  // The lowering folds the rounding only where C is written whole, under its own version.
+  if (outBf16 != (d[0] == kConvDescVersionOutBf16) || (outBf16 && !overwrite)) return;
   const int64_t* at = d + kConvDescHeader;
   auto next = [&](ConvDim& x) {
     x = {at[0], at[1], at[2], at[3]};

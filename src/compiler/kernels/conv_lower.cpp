@@ -366,6 +366,7 @@ int lowerConvolutionsToKernels(mlir::ModuleOp module, const KernelTarget& target
       fill->erase();
       // The rounding to bf16 that follows folds into the call, which then writes the bf16 buffer.
       if (mlir::linalg::GenericOp round = roundingConsumer(op)) {
+        words[0] = kConvDescVersionOutBf16;
         words[1] |= kConvOutBf16;
         operands[2] = round.getDpsInitOperand(0)->get();
         round->erase();
