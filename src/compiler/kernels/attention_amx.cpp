@@ -147,7 +147,7 @@ uint64_t task(const AttentionProblem& p, int64_t b0, int64_t b1, int64_t kh, int
     uint16_t* dst = out + b0 * p.oStride[0] + b1 * p.oStride[1] + h * p.oStride[2] + i * p.oStride[3];
     // A query that sees no key divides 0 by 0: NaN, as PyTorch gives.
     const float inv = w.l[r] > 0 ? 1.0f / w.l[r] : std::numeric_limits<float>::quiet_NaN();
-    for (int64_t d = 0; d < hd; ++d) dst[d] = Vec::f32ToBf16(w.o[r * hd + d] * inv);
+    for (int64_t d = 0; d < hd; ++d) dst[d] = f32ToBf16(w.o[r * hd + d] * inv);
   }
   return keysRead;
 }

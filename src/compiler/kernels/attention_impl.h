@@ -83,13 +83,6 @@ struct Attention {
     return p * __builtin_bit_cast(F, e);
   }
 
-  static uint16_t f32ToBf16(float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
-    bits += 0x7fffu + ((bits >> 16) & 1);
-    return static_cast<uint16_t>(bits >> 16);
-  }
   // dst[0..hd) = src[0..hd) * mul (f32, f16 or bf16), dst[hd..pad) = 0.
   static void loadRow(const void* base, radix::kernels::Elem e, int64_t at, float* dst, int64_t hd, int64_t pad,
                       float mul) {

@@ -11,6 +11,7 @@
 
 #include "compiler/kernels/amx.h"
 #include "compiler/kernels/conv.h"
+#include "compiler/kernels/half.h"
 #include "compiler/kernels/packed.h"
 
 namespace radix::kernels {
@@ -238,14 +239,7 @@ void roundOutput(const ConvProblem& p, uint16_t* out, bool bf16Isa, int threads)
       amxRoundBf16(p.c + at, n, out + at);
       return;
     }
-    const float* src = p.c + at;
-    uint16_t* dst = out + at;
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, src + i, sizeof bits);
-      const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-      dst[i] = static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u : rounded);
-    }
+    for (int64_t i = at; i < at + n; ++i) out[i] = f32ToBf16(p.c[i]);
   };
   const int64_t n = static_cast<int64_t>(chunks.size());
   if (threads <= 1 || n < 2) {

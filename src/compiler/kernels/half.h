@@ -1,6 +1,6 @@
 #pragma once
-// Scalar bf16 and f16 to f32 (bit-exact, subnormals, Inf and NaN included), for the tails of the
-// kernels' vector loops and for TUs without F16C. In an anonymous namespace: each ISA's TU keeps
+// Scalar bf16 and f16 to f32 (bit-exact, subnormals, Inf and NaN included) and f32 to bf16, for
+// the tails of the kernels' vector loops and for TUs without F16C or avx512bf16. In an anonymous namespace: each ISA's TU keeps
 // its own copy, compiled for its target.
 #include <cstdint>
 #include <cstring>
@@ -12,6 +12,15 @@ inline float bf16ToF32(uint16_t h) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+// f rounded to bf16 as arith.truncf and vcvtneps2bf16 do: to nearest even, NaN kept a (quiet) NaN.
+inline uint16_t f32ToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
 }
 
 inline float f16ToF32(uint16_t h) {
