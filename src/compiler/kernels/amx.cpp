@@ -192,15 +192,6 @@ void gridMicro(const uint16_t* a, int64_t kk, const uint16_t* planes, int64_t pi
   _tile_stored(3, out + 16 * 32 + 16, 128);
 }
 
-// dst[t] = src[t] rounded to bf16 (nearest even), t < n <= 32.
-inline void roundRun(uint16_t* dst, const float* src, int n) {
-  for (int t = 0; t < n; t += 16) {
-    const int k = std::min(16, n - t);
-    const __mmask16 m = static_cast<__mmask16>((1u << k) - 1);
-    _mm256_mask_storeu_epi16(dst + t, m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + t)));
-  }
-}
-
 // Channel pairs [q0, q1) of the input at base (channels cs apart, `span` elements read) into
 // planes of `pitch` pairs: pair q, element e at planes[(q * pitch + e) * 2 + c % 2] for c = 2q + (0 or 1);
 // zeros past the channels and past span.
@@ -340,7 +331,8 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
         const int mr = static_cast<int>(std::min<int64_t>(32, g.m - q * 32));
         for (int i = 0; i < mr; ++i) {
           if (cb) {
-            for (int k = 0; k < nRuns; ++k) roundRun(cb + g.cRow[q * 32 + i] + runs[k].at, out + i * 32 + runs[k].l0, runs[k].len);
+            for (int k = 0; k < nRuns; ++k)
+              amxRoundBf16(out + i * 32 + runs[k].l0, runs[k].len, cb + g.cRow[q * 32 + i] + runs[k].at);
             continue;
           }
           float* rowC = c + g.cRow[q * 32 + i];
