@@ -103,14 +103,7 @@ struct CfgBf16 {
       ap += 2 * MR;
       bp += 2 * NR;
     };
-    // As microF32: the steps between two fetches without per-step checks.
-    for (int64_t s = 0; s < steps; ++s) {
-      const int64_t stop = fetch.lines.left > 0 && fetch.lines.next < steps ? fetch.lines.next : steps;
-      for (; s < stop; ++s) product();
-      if (s == steps) break;
-      fetch.step(s);
-      product();
-    }
+    dueSteps(steps, [&] { return fetch.lines.upcoming(); }, [&](int64_t s) { fetch.step(s); }, product);
     storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
   }
 };

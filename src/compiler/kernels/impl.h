@@ -93,7 +93,23 @@ struct Spread {
     --left, next += every;
     return true;
   }
+  // The step the next action is due at, or INT64_MAX when none is left.
+  int64_t upcoming() const { return left > 0 ? next : INT64_MAX; }
 };
+
+// product() for each of `steps` steps, due(k) just before it at the steps next() names (the next
+// step an action is due at): the steps between run as a loop of products alone, without per-step
+// checks (f32 1024^3, AVX-512, 1 thread: 17.8 -> 16.9-17.1 ms).
+template <class Next, class Due, class Product>
+inline void dueSteps(int64_t steps, Next next, Due due, Product product) {
+  for (int64_t k = 0; k < steps; ++k) {
+    const int64_t n = next(), stop = n < steps ? n : steps;
+    for (; k < stop; ++k) product();
+    if (k == steps) break;
+    due(k);
+    product();
+  }
+}
 
 // Issues `ahead`'s prefetches one at a time across `steps` steps: call once per step k.
 struct AheadFetcher {
@@ -175,25 +191,24 @@ inline void microF32(int64_t kc, const float* __restrict ap, const float* __rest
     ap += MR;
     bp += NV * V::W;
   };
-  // The steps between two due actions run as a loop of products alone, without per-step checks
-  // (f32 1024^3, AVX-512, 1 thread: 17.8 -> 16.9-17.1 ms).
-  for (int64_t k = 0; k < kc; ++k) {
-    int64_t stop = kc;
-    if (fetch.lines.left > 0 && fetch.lines.next < stop) stop = fetch.lines.next;
-    if (copies.left > 0 && copies.next < stop) stop = copies.next;
-    for (; k < stop; ++k) product();
-    if (k == kc) break;
-    fetch.step(k);
-    if (copies.due(k)) {
-      if (copied + kRowsAhead < ahead.count) {
-        const float* row = ahead.rows + (copied + kRowsAhead) * ahead.ld;
-        for (int v = 0; v < NV; v += kPerLine) __builtin_prefetch(row + v * V::W);
-        __builtin_prefetch(row + NV * V::W - 1);
-      }
-      copyRow();
-    }
-    product();
-  }
+  dueSteps(
+      kc,
+      [&] {
+        const int64_t f = fetch.lines.upcoming(), r = copies.upcoming();
+        return f < r ? f : r;
+      },
+      [&](int64_t k) {
+        fetch.step(k);
+        if (copies.due(k)) {
+          if (copied + kRowsAhead < ahead.count) {
+            const float* row = ahead.rows + (copied + kRowsAhead) * ahead.ld;
+            for (int v = 0; v < NV; v += kPerLine) __builtin_prefetch(row + v * V::W);
+            __builtin_prefetch(row + NV * V::W - 1);
+          }
+          copyRow();
+        }
+      },
+      product);
   while (copied < ahead.count) copyRow();  // rows left when count does not divide kc
   storeTile<V, MR, NV>(acc, c, scm, scn, mr, nr);
 }
