@@ -203,7 +203,8 @@ namespace {
 // The elementwise linalg.generic that only rounds a convolution's f32 sums to bf16, into a
 // buffer of the same shape and (positive) strides that the call can write instead: the sums'
 // buffer is an alloc read by nothing else (deallocs aside), and the bf16 buffer is an argument or
-// an alloc (moved above the convolution where it follows it) that nothing reads between the two.
+// an alloc (moved above the convolution where it follows it) that no op between the two may touch
+// (mayInterfere).
 mlir::linalg::GenericOp roundingConsumer(mlir::linalg::GenericOp conv) {
   mlir::Value sums = conv.getDpsInitOperand(0)->get();
   if (!sums.getDefiningOp<mlir::memref::AllocOp>()) return {};
@@ -233,10 +234,8 @@ mlir::linalg::GenericOp roundingConsumer(mlir::linalg::GenericOp conv) {
   if (!outType || outType.getShape() != sumsType.getShape() || !sumsStrides || sumsStrides != outStrides) return {};
   for (int64_t st : *outStrides)
     if (st <= 0) return {};
-  for (mlir::Operation* user : out.getUsers())
-    if (user != round.getOperation() && user->getBlock() == conv->getBlock() && conv->isBeforeInBlock(user) &&
-        user->isBeforeInBlock(round))
-      return {};
+  for (mlir::Operation* op = conv->getNextNode(); op != round.getOperation(); op = op->getNextNode())
+    if (mayInterfere(op, {}, {rootOf(out)})) return {};
   auto arg = mlir::dyn_cast<mlir::BlockArgument>(out);
   mlir::Operation* def = out.getDefiningOp();
   if (arg && arg.getOwner() == &conv->getParentOfType<mlir::func::FuncOp>().getBody().front()) return round;
