@@ -7,6 +7,9 @@
 #include <radix/testing.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -189,6 +192,79 @@ TEST(IoSafetensors, DonatingAnExternalTensorCopiesItFirst) {
   Tensor z = radix::testing::compileAndCall(cpu(), fn, mem.load(cpu(), "w"));
   radix::testing::expectClose(z, doubled, 0);
   EXPECT_EQ(bytes, copy);
+}
+
+// ---- residency ----
+
+// "THPeligible: 1" in the smaps entry of the mapping holding `p`: the kernel may back it with
+// 2 MiB pages (it does so at fault time when it has them free).
+std::optional<bool> hugePageEligible(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2)  // a mapping's first line
+      inside = at >= lo && at < hi;
+    else if (inside && line.starts_with("THPeligible:"))
+      return line.find('1') != std::string::npos;
+  }
+  return std::nullopt;
+}
+
+bool transparentHugePagesOff() {
+  const std::string mode = readFile("/sys/kernel/mm/transparent_hugepage/enabled");
+  return mode.empty() || mode.find("[never]") != std::string::npos;
+}
+
+TEST(IoResidency, CopiedFilesAreReadIntoAlignedReadOnlyMemory) {
+  TempDir dir("residency");
+  const std::vector<float> v = iotaFloats(3 << 20);  // 12 MiB: `automatic` copies it
+  const std::vector<float> small = iotaFloats(10);
+  const std::string big = dir.write("big.safetensors", safetensors({{"w", "F32", {3, 1 << 20}, raw(v)}, {"s", "F32", {10}, raw(small)}}));
+  const std::string tiny = dir.write("tiny.safetensors", safetensors({{"s", "F32", {10}, raw(small)}}));
+  for (io::Residency r : {io::Residency::copied, io::Residency::automatic}) {
+    io::Checkpoint ckpt = io::Checkpoint::open(big, r);
+    ASSERT_EQ(ckpt.residency(), io::Residency::copied);
+    Tensor w = ckpt.load(cpu(), "w");
+    EXPECT_EQ(w.bufferAddress(), ckpt.bytes("w").data());  // zero-copy from the copy
+    EXPECT_EQ(w.toVector<float>(), v);
+    EXPECT_EQ(ckpt.load(cpu(), "s").toVector<float>(), small);
+    // The file's first byte (the header's size) starts a 2 MiB page.
+    const uint8_t* first = ckpt.bytes("w").data() - ckpt.find("w")->offset;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % (2 << 20), 0u);
+    if (transparentHugePagesOff())
+      GTEST_LOG_(INFO) << "transparent huge pages are off on this host: not checking that the copy may use them";
+    else
+      EXPECT_EQ(hugePageEligible(first), std::optional<bool>(true));
+  }
+  EXPECT_EQ(io::Checkpoint::open(big).residency(), io::Residency::mapped);  // Checkpoint::open's default
+  EXPECT_EQ(io::Checkpoint::open(big, io::Residency::mapped).residency(), io::Residency::mapped);
+  EXPECT_EQ(io::Checkpoint::open(tiny, io::Residency::automatic).residency(), io::Residency::mapped);  // under 4 MiB
+  const std::string bytes = safetensors({{"s", "F32", {10}, raw(small)}});
+  EXPECT_EQ(io::Checkpoint::fromSafetensorsBytes(span(bytes), "mem").residency(), io::Residency::mapped);
+
+  // A copy does not see the file change: truncated (a mapping would fault on it) or rewritten.
+  io::Checkpoint copied = io::Checkpoint::open(tiny, io::Residency::copied);
+  std::filesystem::resize_file(tiny, 0);
+  EXPECT_EQ(copied.load(cpu(), "s").toVector<float>(), small);
+  dir.write("tiny.safetensors", safetensors({{"s", "F32", {10}, raw(iotaFloats(10, 2.0f))}}));
+  EXPECT_EQ(copied.load(cpu(), "s").toVector<float>(), small);
+  EXPECT_EQ(io::Checkpoint::open(tiny, io::Residency::copied).load(cpu(), "s").toVector<float>(), iotaFloats(10, 2.0f));
+
+  // Sharded checkpoints copy each shard; errors name the file as a mapping's do.
+  dir.write("sh/a.safetensors", safetensors({{"a", "F32", {2}, raw(std::vector<float>{1, 2})}}));
+  dir.write("sh/b.safetensors", safetensors({{"b", "F32", {1}, raw(std::vector<float>{3})}}));
+  dir.write("sh/model.safetensors.index.json", R"({"weight_map":{"a":"a.safetensors","b":"b.safetensors"}})");
+  io::Checkpoint sharded = io::Checkpoint::open(dir / "sh", io::Residency::copied);
+  EXPECT_EQ(sharded.residency(), io::Residency::copied);
+  EXPECT_EQ(sharded.load(cpu(), "b").toVector<float>(), std::vector<float>{3});
+  EXPECT_EQ(errorOf([&] { io::Checkpoint::open(dir / "none.safetensors", io::Residency::copied); }),
+            "[checkpoint] " + (dir / "none.safetensors") + ": no such file or folder");
+  dir.write("bad.safetensors", "xx");
+  EXPECT_NE(errorOf([&] { io::Checkpoint::open(dir / "bad.safetensors", io::Residency::copied); }).find("[safetensors] " + (dir / "bad.safetensors")),
+            std::string::npos);
 }
 
 // ---- HF folders and sharded checkpoints ----

@@ -59,6 +59,7 @@ struct Case {
   const char* weightType;  // what LanguageModel::weightType() says
   int threads;
   std::optional<DType> kv;  // the KV cache's dtype (nullopt: the default, f16; the reference keeps f32)
+  io::Residency residency = io::Residency::automatic;  // these small files: automatic maps them
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -73,7 +74,7 @@ TEST_P(ModelsQuant, GreedyIdsAndLogitsMatchTheDequantizedReference) {
   const Oracle& want = oracle(std::string(c.family) + "_ref.py", base, prompt, kSteps, "f32", "--gguf " + file);
   ASSERT_EQ(want.logits.size(), size_t(kSteps));
 
-  LanguageModel lm = LanguageModel::open(testPlatform(c.threads), file, {.kvDtype = c.kv});
+  LanguageModel lm = LanguageModel::open(testPlatform(c.threads), file, {.kvDtype = c.kv, .residency = c.residency});
   EXPECT_EQ(lm.weightType(), c.weightType);
   EXPECT_EQ(lm.kvDtype(), c.kv.value_or(DType::f16));
   lm.reset(static_cast<int64_t>(prompt.size()) + kSteps);
@@ -111,8 +112,8 @@ INSTANTIATE_TEST_SUITE_P(
     Models, ModelsQuant,
     // The default f16 KV cache, an f32 one (two cases) and a bf16 one.
     ::testing::Values(Case{"Gpt2Q8_0", "gpt2", "q8_0", "Q8_0", 1}, Case{"Gpt2Q4_0", "gpt2", "q4_0", "Q4_0", 1},
-                      Case{"Gpt2Q4_K_M", "gpt2", "q4_k_m", "Q4_K - Medium", 2},
-                      Case{"LlamaQ8_0", "llama", "q8_0", "Q8_0", 2}, Case{"LlamaQ4_0", "llama", "q4_0", "Q4_0", 1},
+                      Case{"Gpt2Q4_K_M", "gpt2", "q4_k_m", "Q4_K - Medium", 2, {}, io::Residency::copied},
+                      Case{"LlamaQ8_0", "llama", "q8_0", "Q8_0", 2}, Case{"LlamaQ4_0", "llama", "q4_0", "Q4_0", 1, {}, io::Residency::copied},
                       Case{"LlamaQ4_K_M", "llama", "q4_k_m", "Q4_K - Medium", 1},
                       Case{"LlamaQ5_K_M", "llama", "q5_k_m", "Q5_K - Medium", 1},
                       Case{"LlamaQ6_K", "llama", "q6_k", "Q6_K", 2},
@@ -131,6 +132,12 @@ std::vector<uint8_t> readFile(const std::string& path) {
 TEST(ModelsQuantLoad, PackedWeightsAliasTheFileAndCountTheirElements) {
   const std::string file = quantModels() + "/llama-quant-q4_k_m.gguf";
   const Platform cpu = Platform::cpu();
+  // The blocks alias the file's bytes whether they are mapped or read into memory.
+  const io::Checkpoint copied = io::Checkpoint::open(file, io::Residency::copied);
+  ASSERT_EQ(copied.residency(), io::Residency::copied);
+  EXPECT_EQ(copied.load(cpu, "blk.1.ffn_down.weight").bufferAddress(), copied.bytes("blk.1.ffn_down.weight").data());
+  EXPECT_EQ(copied.loadQuantized(cpu, "blk.1.attn_q.weight").data.toBytes(),
+            io::Checkpoint::open(file).loadQuantized(cpu, "blk.1.attn_q.weight").data.toBytes());
   const io::Checkpoint ckpt = io::Checkpoint::open(file);
   const io::TensorInfo* down = ckpt.find("blk.1.ffn_down.weight");  // Q4_K_M: Q6_K in the last layer
   ASSERT_NE(down, nullptr);

@@ -64,6 +64,8 @@ bool runOption(Args& args, std::string_view flag, RunOptions& o) {
   else if (flag == "--template") o.templateFile = std::string(args.value(flag));
   else if (flag == "--verbose" || flag == "-v") o.verbose = true;
   else if (flag == "--device") o.cudaDevice = parseDevice(args.verb, args.value(flag));
+  else if (flag == "--mmap") o.residency = io::Residency::mapped;
+  else if (flag == "--no-mmap") o.residency = io::Residency::copied;
   else return false;
   return true;
 }
@@ -136,6 +138,7 @@ models::LoadOptions chooseDtypes(const RunOptions& o) {
   }
   load.compute = o.compute.value_or(DType::f32);
   load.kvDtype = o.kv;
+  if (o.residency) load.residency = *o.residency;
   return load;
 }
 

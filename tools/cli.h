@@ -80,6 +80,8 @@ struct RunOptions {
   std::string targetCpu, targetFeatures, cacheDir, cudaArch;
   /// --device: -1 for the CPU, else the CUDA device to run on (docs/gpu.md).
   int cudaDevice = -1;
+  /// --mmap (mapped) / --no-mmap (copied); LoadOptions' automatic when neither is given.
+  std::optional<io::Residency> residency;
 };
 
 /// Consumes `flag` (and its value) when it is one of RunOptions' flags; false otherwise.

@@ -39,6 +39,8 @@ int cli::compileCommand(Args& args) {
 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+  // Compiling reads no weight: mapping the file is enough.
+  if (!o.residency) o.residency = io::Residency::mapped;
   models::LanguageModel lm = openModel(o, chooseDtypes(o));
   const int64_t tokens = context ? context : std::min<int64_t>(lm.maxContext(), 2048);
   lm.reset(tokens);

@@ -175,6 +175,7 @@ int benchImpl(Args& args) {
   std::vector<DType> dtypes = {DType::f32};
   bool dtypeGiven = false;
   std::optional<DType> compute, kv;
+  io::Residency residency = io::Residency::automatic;
   int device = -1;
   while (!args.done()) {
     const std::string_view flag = args.flag();
@@ -199,6 +200,8 @@ int benchImpl(Args& args) {
       compute = cli::parseDtype("bench", flag, args.value(flag));
     } else if (flag == "--kv-type") {
       kv = cli::parseDtype("bench", flag, args.value(flag));
+    } else if (flag == "--mmap" || flag == "--no-mmap") {
+      residency = flag == "--mmap" ? io::Residency::mapped : io::Residency::copied;
     } else {
       args.unknown(flag);
     }
@@ -221,7 +224,7 @@ int benchImpl(Args& args) {
   auto platform = [&](int t) { return device >= 0 ? Platform::cuda(device) : cli::platformWith(t); };
   // The first model loads before the table starts, so that a bad path is a clean error.
   std::optional<models::LanguageModel> first =
-      models::LanguageModel::open(platform(threads[0]), *model, {.dtype = dtypes[0], .compute = compute, .kvDtype = kv});
+      models::LanguageModel::open(platform(threads[0]), *model, {.dtype = dtypes[0], .compute = compute, .kvDtype = kv, .residency = residency});
   if (std::max(prompt, gen) > first->maxContext())
     throw Error("[bench] -p/-n exceed the model's context of " + std::to_string(first->maxContext()));
   std::printf("| model | size | params | dtype | threads | test | t/s |\n");
@@ -233,7 +236,7 @@ int benchImpl(Args& args) {
     for (int t : threads) {
       models::LanguageModel lm =
           first ? std::move(*first)
-                : models::LanguageModel::open(platform(t), *model, {.dtype = dtype, .compute = compute, .kvDtype = kv});
+                : models::LanguageModel::open(platform(t), *model, {.dtype = dtype, .compute = compute, .kvDtype = kv, .residency = residency});
       first.reset();
       std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(lm.vocabSize() - 1));
       auto row = [&](const char* kind, int64_t count, auto&& once) {

@@ -106,6 +106,11 @@ constexpr std::string_view kDtypeHelp =
     "                        activations, as llama.cpp's, else the activations'); f16 halves what\n"
     "                        decoding reads per cached token\n";
 
+constexpr std::string_view kResidencyHelp =
+    "  --mmap                map the weights' files (shared with other processes, paged in on demand)\n"
+    "  --no-mmap             read the weights into memory on 2 MiB pages (decode streams them faster)\n"
+    "                        default: --no-mmap when the files fit in half of the available memory\n";
+
 constexpr std::string_view kSamplingHelp =
     "  --temp T              sampling temperature, 0 for greedy (default 0.8)\n"
     "  --top-k K             keep the K most likely tokens, 0 for all (default 40)\n"
@@ -120,7 +125,7 @@ const Command kCommands[] = {
      "radix generate [--model PATH] --prompt TEXT -n N [--chat] [--system TEXT] [--template FILE]\n"
      "                      [--temp T] [--top-k K] [--top-p P] [--seed S] [-t THREADS]\n"
      "                      [--dtype f32|bf16|f16] [--compute f32|bf16|f16] [--kv-type f32|f16|bf16]\n"
-     "                      [--ids] [--verbose] [--device cpu|cuda[:N]]",
+     "                      [--ids] [--verbose] [--device cpu|cuda[:N]] [--mmap|--no-mmap]",
      "Streams the prompt and N generated tokens, then prompt and generation speed on stderr.\n"
      "  -m, --model PATH      an HF folder or a .gguf file (default: the model embedded in radix)\n"
      "  -p, --prompt TEXT     the prompt (special tokens such as <|im_start|> are matched whole)\n"
@@ -136,7 +141,7 @@ const Command kCommands[] = {
      "radix chat [--model PATH] [--system TEXT] [--template FILE] [-n MAX] [-c CTX] [--temp T]\n"
      "                  [--top-k K] [--top-p P] [--seed S] [-t THREADS] [--dtype f32|bf16|f16]\n"
      "                  [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [--verbose]\n"
-     "                  [--device cpu|cuda[:N]]",
+     "                  [--device cpu|cuda[:N]] [--mmap|--no-mmap]",
      "A conversation with the model through its chat template. On a terminal: type a message and\n"
      "Enter; Ctrl-D ends. Otherwise one message per line of stdin, one reply per line of stdout.\n"
      "The KV cache is kept between turns: each turn feeds only the new tokens.\n"
@@ -183,7 +188,8 @@ const Command kCommands[] = {
      radix::cli::compileCommand},
     {"bench",
      "radix bench --model PATH [-p 512] [-n 128] [-t THREADS[,..]] [--dtype f32|bf16|f16[,..]]\n"
-     "                   [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [-r REPS] [--device cpu|cuda[:N]]",
+     "                   [--compute f32|bf16|f16] [--kv-type f32|f16|bf16] [-r REPS] [--device cpu|cuda[:N]]\n"
+     "                   [--mmap|--no-mmap]",
      "Prompt processing (ppP) and generation (tgN) tokens/s as llama-bench prints them.\n"
      "  -m, --model PATH      an HF folder or a .gguf file\n"
      "  -p N                  prompt tokens (0: skip; default 512)\n"
@@ -239,6 +245,7 @@ int runCommand(const Command& c, int argc, char** argv) {
     printSynopsis(stdout, c, true);
     std::printf("\n%.*s", static_cast<int>(c.details.size()), c.details.data());
     if (c.name == "generate" || c.name == "chat") std::printf("%s%s", kSamplingHelp.data(), kDtypeHelp.data());
+    if (c.name == "generate" || c.name == "chat" || c.name == "bench") std::printf("%s", kResidencyHelp.data());
     return 0;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "%s\n", e.message.c_str());

@@ -41,41 +41,95 @@ struct Mapping {
     if (address) ::munmap(address, size);
   }
 };
+
+constexpr size_t kHugePage = size_t(2) << 20;
+
+/// MemAvailable of /proc/meminfo in bytes; 0 when unknown.
+size_t availableMemory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemAvailable:") return kb * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+bool shouldCopy(Residency residency, size_t size) {
+  if (residency != Residency::automatic) return residency == Residency::copied;
+  return size >= 2 * kHugePage && size <= availableMemory() / 2;
+}
+
+/// The file's `size` bytes read into anonymous memory, 2 MiB-aligned and madvised to 2 MiB pages,
+/// then read-only; null (errno set) when the memory cannot be had. Throws on a failed read.
+std::shared_ptr<Mapping> readIntoMemory(int fd, size_t size, const std::string& where) {
+  const size_t rounded = (size + kHugePage - 1) / kHugePage * kHugePage;
+  void* reserved = ::mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (reserved == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<uintptr_t>(reserved);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) ::munmap(reserved, aligned - start);
+  if (const size_t tail = start + rounded + kHugePage - (aligned + rounded)) ::munmap(reinterpret_cast<void*>(aligned + rounded), tail);
+  auto mapping = std::make_shared<Mapping>();
+  mapping->address = reinterpret_cast<void*>(aligned);
+  mapping->size = rounded;
+  ::madvise(mapping->address, rounded, MADV_HUGEPAGE);
+  auto* out = static_cast<char*>(mapping->address);
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = ::pread(fd, out + done, std::min<size_t>(size - done, size_t(1) << 30), static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(where + "cannot read at byte " + std::to_string(done) + ": " + std::strerror(errno));
+    if (n == 0) throw Error(where + "ended at byte " + std::to_string(done) + " of " + std::to_string(size) + " while being read (changed meanwhile?)");
+    done += static_cast<size_t>(n);
+  }
+  ::mprotect(mapping->address, rounded, PROT_READ);
+  return mapping;
+}
 }  // namespace
 
-Source mapFile(const std::string& path, const std::string& prefix) {
+Source mapFile(const std::string& path, const std::string& prefix, Residency residency) {
   const std::string where = "[" + prefix + "] " + path + ": ";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(where + "cannot open: " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw Error(where + "cannot stat: " + std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(where + "not a regular file");
-  }
-  auto mapping = std::make_shared<Mapping>();
-  mapping->size = static_cast<size_t>(st.st_size);
-  if (mapping->size > 0) {
-    // MAP_PRIVATE and read-only: nothing can write the file through a Tensor (a donated external
-    // buffer is copied first, see exe.cpp).
-    void* p = ::mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
+  if (::fstat(fd, &st) != 0) throw Error(where + "cannot stat: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error(where + "not a regular file");
+  const auto size = static_cast<size_t>(st.st_size);
+  std::shared_ptr<Mapping> mapping;
+  bool copied = false;
+  if (size > 0 && shouldCopy(residency, size)) {
+    mapping = readIntoMemory(fd, size, where);
+    if (!mapping && residency == Residency::copied) {
       const int e = errno;
-      ::close(fd);
-      throw Error(where + "cannot mmap " + std::to_string(mapping->size) + " bytes: " + std::strerror(e));
+      throw Error(where + "cannot allocate " + std::to_string(size) + " bytes to read it into: " + std::strerror(e));
     }
-    mapping->address = p;
+    copied = mapping != nullptr;
   }
-  ::close(fd);
+  if (!mapping) {
+    mapping = std::make_shared<Mapping>();
+    if (size > 0) {
+      // MAP_PRIVATE and read-only: nothing can write the file through a Tensor (a donated external
+      // buffer is copied first, see exe.cpp).
+      void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        const int e = errno;
+        throw Error(where + "cannot mmap " + std::to_string(size) + " bytes: " + std::strerror(e));
+      }
+      mapping->address = p;
+      mapping->size = size;
+    }
+  }
   Source s;
   s.data = static_cast<const uint8_t*>(mapping->address);
-  s.size = mapping->size;
+  s.size = size;
   s.owner = std::move(mapping);
   s.label = path;
+  s.copied = copied;
   return s;
 }
 
@@ -304,11 +358,11 @@ bool pathExists(const fs::path& p) {
   return fs::exists(p, ec);
 }
 
-std::shared_ptr<Checkpoint::Impl> openSafetensorsFile(const std::string& path, bool withMetadata) {
+std::shared_ptr<Checkpoint::Impl> openSafetensorsFile(const std::string& path, bool withMetadata, Residency residency) {
   auto impl = std::make_shared<Checkpoint::Impl>();
   impl->format = "safetensors";
   impl->folder = folderOf(path);
-  impl->sources.push_back(mapFile(path, "safetensors"));
+  impl->sources.push_back(mapFile(path, "safetensors", residency));
   parseSafetensors(*impl, 0, withMetadata);
   return impl;
 }
@@ -321,7 +375,7 @@ bool safeShardName(const std::string& name) {
   return true;
 }
 
-std::shared_ptr<Checkpoint::Impl> openIndex(const std::string& path) {
+std::shared_ptr<Checkpoint::Impl> openIndex(const std::string& path, Residency residency) {
   const std::string where = "[safetensors] " + path + ": ";
   const json index = parseJson(readText(path, "safetensors"), path, "safetensors");
   if (!index.is_object()) throw Error(where + "not a JSON object");
@@ -343,7 +397,7 @@ std::shared_ptr<Checkpoint::Impl> openIndex(const std::string& path) {
   }
   for (const std::string& shard : shards) {
     const std::string shardPath = (fs::path(impl->folder) / shard).string();
-    impl->sources.push_back(mapFile(shardPath, "safetensors"));
+    impl->sources.push_back(mapFile(shardPath, "safetensors", residency));
     // A tensor stored in two shards is caught by Impl::add (the parser names both files).
     parseSafetensors(*impl, impl->sources.size() - 1, false);
   }
@@ -363,22 +417,22 @@ std::shared_ptr<Checkpoint::Impl> openIndex(const std::string& path) {
   return impl;
 }
 
-std::shared_ptr<Checkpoint::Impl> openGgufFile(const std::string& path) {
+std::shared_ptr<Checkpoint::Impl> openGgufFile(const std::string& path, Residency residency) {
   auto impl = std::make_shared<Checkpoint::Impl>();
   impl->format = "gguf";
   impl->folder = folderOf(path);
-  impl->sources.push_back(mapFile(path, "gguf"));
+  impl->sources.push_back(mapFile(path, "gguf", residency));
   parseGguf(*impl, 0);
   return impl;
 }
 
-std::shared_ptr<Checkpoint::Impl> openFolder(const std::string& dir) {
+std::shared_ptr<Checkpoint::Impl> openFolder(const std::string& dir, Residency residency) {
   const fs::path d(dir);
   std::shared_ptr<Checkpoint::Impl> impl;
   if (isFile(d / "model.safetensors")) {
-    impl = openSafetensorsFile((d / "model.safetensors").string(), false);
+    impl = openSafetensorsFile((d / "model.safetensors").string(), false, residency);
   } else if (isFile(d / "model.safetensors.index.json")) {
-    impl = openIndex((d / "model.safetensors.index.json").string());
+    impl = openIndex((d / "model.safetensors.index.json").string(), residency);
   } else if (pathExists(d / "pytorch_model.bin") || pathExists(d / "pytorch_model.bin.index.json")) {
     throw Error("[checkpoint] " + dir + ": holds pytorch_model.bin, but only safetensors weights are supported "
                 "(convert with safetensors' convert.py or save_pretrained(safe_serialization=True))");
@@ -393,7 +447,7 @@ std::shared_ptr<Checkpoint::Impl> openFolder(const std::string& dir) {
       throw Error("[checkpoint] " + dir + ": no weights found (looked for model.safetensors, "
                   "model.safetensors.index.json, or a single *.safetensors / *.gguf file" +
                   (found.size() > 1 ? "; found " + std::to_string(found.size()) + " candidates" : std::string()) + ")");
-    impl = endsWith(found[0], ".gguf") ? openGgufFile(found[0]) : openSafetensorsFile(found[0], false);
+    impl = endsWith(found[0], ".gguf") ? openGgufFile(found[0], residency) : openSafetensorsFile(found[0], false, residency);
   }
   impl->folder = dir;
   if (impl->format == "safetensors") {
@@ -406,19 +460,19 @@ std::shared_ptr<Checkpoint::Impl> openFolder(const std::string& dir) {
 
 }  // namespace
 
-Checkpoint Checkpoint::open(const std::string& path) {
+Checkpoint Checkpoint::open(const std::string& path, Residency residency) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) return Checkpoint(openFolder(path));
+  if (fs::is_directory(path, ec)) return Checkpoint(openFolder(path, residency));
   if (!fs::exists(path, ec)) throw Error("[checkpoint] " + path + ": no such file or folder");
-  if (endsWith(path, ".gguf")) return Checkpoint(openGgufFile(path));
-  if (endsWith(path, ".index.json")) return Checkpoint(openIndex(path));
-  if (endsWith(path, ".safetensors")) return Checkpoint(openSafetensorsFile(path, true));
+  if (endsWith(path, ".gguf")) return Checkpoint(openGgufFile(path, residency));
+  if (endsWith(path, ".index.json")) return Checkpoint(openIndex(path, residency));
+  if (endsWith(path, ".safetensors")) return Checkpoint(openSafetensorsFile(path, true, residency));
   if (endsWith(path, ".bin") || endsWith(path, ".pt") || endsWith(path, ".pth"))
     throw Error("[checkpoint] " + path + ": a PyTorch pickle; only safetensors and GGUF are supported");
   // Unknown extension: sniff the magic.
   Source s = mapFile(path, "checkpoint");
-  if (s.size >= 4 && std::memcmp(s.data, "GGUF", 4) == 0) return Checkpoint(openGgufFile(path));
-  return Checkpoint(openSafetensorsFile(path, true));
+  if (s.size >= 4 && std::memcmp(s.data, "GGUF", 4) == 0) return Checkpoint(openGgufFile(path, residency));
+  return Checkpoint(openSafetensorsFile(path, true, residency));
 }
 
 Checkpoint Checkpoint::fromSafetensorsBytes(std::span<const uint8_t> bytes, std::string name) {
@@ -460,6 +514,12 @@ uint64_t Checkpoint::totalBytes() const {
   uint64_t total = 0;
   for (const TensorInfo& t : impl_->tensors) total += t.bytes;
   return total;
+}
+
+Residency Checkpoint::residency() const {
+  const bool all = !impl_->sources.empty() &&
+                   std::all_of(impl_->sources.begin(), impl_->sources.end(), [](const Source& s) { return s.copied; });
+  return all ? Residency::copied : Residency::mapped;
 }
 
 namespace {

@@ -13,17 +13,20 @@
 
 namespace radix::io {
 
-/// Bytes of one file (mmapped read-only, MAP_PRIVATE) or of caller memory; `owner` keeps them alive.
+/// Bytes of one file (mmapped read-only, MAP_PRIVATE, or read into memory: `copied`) or of caller
+/// memory; `owner` keeps them alive.
 struct Source {
   std::shared_ptr<const void> owner;
   const uint8_t* data = nullptr;
   size_t size = 0;
   std::string label;  // the path or name shown in errors
+  bool copied = false;
   std::span<const uint8_t> bytes() const { return {data, size}; }
 };
 
-/// Maps a whole file; "[checkpoint] PATH: ..." when it cannot be opened or mapped.
-Source mapFile(const std::string& path, const std::string& prefix);
+/// A whole file, mapped or read as `residency` says; "[PREFIX] PATH: ..." when it cannot be
+/// opened, mapped or read.
+Source mapFile(const std::string& path, const std::string& prefix, Residency residency = Residency::mapped);
 /// Caller memory, not owned.
 Source memorySource(std::span<const uint8_t> bytes, std::string label);
 

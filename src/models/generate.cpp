@@ -363,7 +363,10 @@ LanguageModel LanguageModel::open(const Platform& platform, const std::string& p
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) fail("no model at \"" + path + "\" (give an HF folder or a .gguf file)");
-  const io::Checkpoint checkpoint = io::Checkpoint::open(path);
+  io::Residency residency = options.residency;
+  if (residency == io::Residency::automatic && (platform.target() != "cpu" || platform.processCount() > 1))
+    residency = io::Residency::mapped;
+  const io::Checkpoint checkpoint = io::Checkpoint::open(path, residency);
   std::optional<Tokenizer> tokenizer;
   if (isGguf(checkpoint)) {
     tokenizer = ggufTokenizer(checkpoint);

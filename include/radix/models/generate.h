@@ -45,6 +45,10 @@ struct LoadOptions {
   /// a decode step reads per cached position; attention still computes in f32.
   /// {.kvDtype = DType::f32}
   std::optional<DType> kvDtype;
+  /// Where the files' bytes live (io::Residency). automatic: read into memory on 2 MiB pages when
+  /// they fit (decode streams the weights faster), mapped under mpirun (each rank keeps a shard
+  /// of the mapping) or for a GPU platform (the weights are uploaded). {.residency = io::Residency::mapped}
+  io::Residency residency = io::Residency::automatic;
 };
 
 /// How the next token is picked (random.h's SamplingOptions plus a seed).
