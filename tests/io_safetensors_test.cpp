@@ -449,6 +449,12 @@ TEST(IoLoadInto, BindsLeavesByPathKeepingTags) {
     io::loadInto(cpu(), half, ckpt, spec);
     EXPECT_EQ(half.wte.weight.shape().str(), "{voc=10,d=4}:bf16");
     radix::testing::expectClose(half.wte.weight, iotaFloats(40, 0.1f), 1e-2);
+    radix::testing::expectClose(half.h[1].c_attn.weight, iotaFloats(48, 7), 1e-2);
+    // The converted copies share one chunk on 2 MiB pages (io.h's WeightArena), 64-byte aligned.
+    const auto at = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.bufferAddress()); };
+    EXPECT_EQ(at(half.wte.weight) >> 21, at(half.ln_f.bias) >> 21);
+    EXPECT_EQ(at(half.h[1].c_attn.weight) % 64, 0u);
+    if (!transparentHugePagesOff()) EXPECT_EQ(hugePageEligible(half.wte.weight.bufferAddress()), std::optional<bool>(true));
   }
 }
 

@@ -61,10 +61,10 @@ bool shouldCopy(Residency residency, size_t size) {
   return size >= 2 * kHugePage && size <= availableMemory() / 2;
 }
 
-/// The file's `size` bytes read into anonymous memory, 2 MiB-aligned and madvised to 2 MiB pages,
-/// then read-only; null (errno set) when the memory cannot be had. Throws on a failed read.
-std::shared_ptr<Mapping> readIntoMemory(int fd, size_t size, const std::string& where) {
-  const size_t rounded = (size + kHugePage - 1) / kHugePage * kHugePage;
+/// Anonymous read-write memory of at least `size` bytes, in whole 2 MiB pages, 2 MiB-aligned and
+/// madvised to be backed by huge pages; null (errno set) when it cannot be had.
+std::shared_ptr<Mapping> hugePageRegion(size_t size) {
+  const size_t rounded = (std::max<size_t>(size, 1) + kHugePage - 1) / kHugePage * kHugePage;
   void* reserved = ::mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (reserved == MAP_FAILED) return nullptr;
   const auto start = reinterpret_cast<uintptr_t>(reserved);
@@ -75,6 +75,15 @@ std::shared_ptr<Mapping> readIntoMemory(int fd, size_t size, const std::string& 
   mapping->address = reinterpret_cast<void*>(aligned);
   mapping->size = rounded;
   ::madvise(mapping->address, rounded, MADV_HUGEPAGE);
+  return mapping;
+}
+
+/// The file's `size` bytes read into anonymous memory, 2 MiB-aligned and madvised to 2 MiB pages,
+/// then read-only; null (errno set) when the memory cannot be had. Throws on a failed read.
+std::shared_ptr<Mapping> readIntoMemory(int fd, size_t size, const std::string& where) {
+  std::shared_ptr<Mapping> mapping = hugePageRegion(size);
+  if (!mapping) return nullptr;
+  const size_t rounded = mapping->size;
   auto* out = static_cast<char*>(mapping->address);
   for (size_t done = 0; done < size;) {
     const ssize_t n = ::pread(fd, out + done, std::min<size_t>(size - done, size_t(1) << 30), static_cast<off_t>(done));
@@ -131,6 +140,28 @@ Source mapFile(const std::string& path, const std::string& prefix, Residency res
   s.label = path;
   s.copied = copied;
   return s;
+}
+
+WeightArena::Block WeightArena::take(size_t bytes) {
+  bytes = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  if (!chunk_ || size_ - used_ < bytes) {
+    std::shared_ptr<Mapping> chunk = hugePageRegion(std::max(kChunkBytes, bytes));
+    if (!chunk) return {};
+    base_ = static_cast<uint8_t*>(chunk->address);
+    size_ = chunk->size;
+    used_ = 0;
+    chunk_ = std::move(chunk);
+  }
+  Block b{base_ + used_, chunk_};
+  used_ += bytes;
+  return b;
+}
+
+WeightArena::Block ownedBlock(size_t bytes) {
+  // Owned by the tensor alone (no zero fill, no second copy).
+  std::shared_ptr<uint8_t> owned(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64))), std::free);
+  uint8_t* data = owned.get();
+  return {data, std::move(owned)};
 }
 
 Source memorySource(std::span<const uint8_t> bytes, std::string label) {
@@ -630,7 +661,7 @@ namespace {
 /// A quantized tensor's blocks, u8 {rows, rowBytes} (all outer dims as rows), validated; or
 /// decoded to `want` on the host.
 Tensor loadBlocks(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want,
-                  ProgressBar* bar) {
+                  ProgressBar* bar, WeightArena* arena) {
   const TensorInfo& t = impl.tensors[i];
   const int64_t cols = t.dims.empty() ? 1 : t.dims.back();
   int64_t rows = 1;
@@ -646,20 +677,22 @@ Tensor loadBlocks(const Checkpoint::Impl& impl, size_t i, const Platform& platfo
                 std::string(name(*want)) + " (its blocks as u8, or decoded to a float dtype)");
   std::vector<float> row(static_cast<size_t>(cols));
   const Shape shape(t.dims, *want);
-  std::vector<uint8_t> out(shape.byteSize());
+  const WeightArena::Block out = arena ? arena->take(static_cast<size_t>(shape.byteSize())) : ownedBlock(static_cast<size_t>(shape.byteSize()));
+  if (!out.data) throw Error("[checkpoint] out of memory decoding tensor \"" + t.name + "\" to " + std::string(name(*want)));
   for (int64_t r = 0; r < rows; ++r) {
     dequantizeRow(t.quant, data + r * stride, cols, row.data());
-    radix::detail::encodeValues<float>(*want, row.data(), out.data() + r * cols * sizeOf(*want), row.size());
+    radix::detail::encodeValues<float>(*want, row.data(), out.data + r * cols * sizeOf(*want), row.size());
   }
-  return Tensor::fromBytes(platform, shape, out.data(), out.size());
+  return Tensor::fromExternal(platform, shape, out.data, out.owner);
 }
 
 }  // namespace
 
-Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar) {
+Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar,
+               WeightArena* arena) {
   const TensorInfo& t = impl.tensors[i];
   const std::string what = "tensor \"" + t.name + "\" (" + t.type + " " + dimsStr(t.dims) + ")";
-  if (t.quant != QuantType::none) return loadBlocks(impl, i, platform, want, bar);
+  if (t.quant != QuantType::none) return loadBlocks(impl, i, platform, want, bar, arena);
   if (!t.dtype)
     throw Error("[checkpoint] " + what + " has no Radix dtype (Radix computes in Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
                 "Q5_K and Q6_K; read other types' raw bytes with Checkpoint::bytes)");
@@ -687,13 +720,10 @@ Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform,
     throw Error("[checkpoint] " + what + " cannot be loaded as " + std::string(name(to)) +
                 " (conversions are among f16, bf16, f32 and f64)");
   const Shape shape(t.dims, to);
-  // The converted copy is owned by the tensor itself (no zero fill, no second copy).
-  std::shared_ptr<uint8_t> owned(static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(64, (shape.byteSize() + 63) / 64 * 64))),
-                                 std::free);
-  if (!owned) throw Error("[checkpoint] out of memory converting " + what + " to " + std::string(name(to)));
-  uint8_t* out = owned.get();
-  convertFloats(from, to, data, out, static_cast<size_t>(stored.count()), bar);
-  return Tensor::fromExternal(platform, shape, out, std::move(owned));
+  const WeightArena::Block out = arena ? arena->take(static_cast<size_t>(shape.byteSize())) : ownedBlock(static_cast<size_t>(shape.byteSize()));
+  if (!out.data) throw Error("[checkpoint] out of memory converting " + what + " to " + std::string(name(to)));
+  convertFloats(from, to, data, out.data, static_cast<size_t>(stored.count()), bar);
+  return Tensor::fromExternal(platform, shape, out.data, out.owner);
 }
 
 Tensor loadShard(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want,
@@ -710,7 +740,7 @@ Tensor loadShard(const Checkpoint::Impl& impl, size_t i, const Platform& platfor
     checkBlocks(t.quant, {src, static_cast<size_t>(t.bytes)}, t.name);
     dims = global.dims();
   } else if (t.quant != QuantType::none) {
-    decoded = loadBlocks(impl, i, platform, want, nullptr);
+    decoded = loadBlocks(impl, i, platform, want, nullptr, nullptr);
     src = static_cast<const uint8_t*>(decoded.bufferAddress());
     from = *want;
   } else if (!t.dtype) {

@@ -76,9 +76,33 @@ class ProgressBar {
 /// Dims as messages print them: {768,2304}.
 std::string dimsStr(const std::vector<int64_t>& dims);
 
+/// Memory for the converted copies of one loadInto: chunks of 64 MiB (or one tensor's size) of
+/// anonymous memory on 2 MiB pages, as Residency::copied files are, so that a model's converted
+/// weights stream as fast as copied ones (tensors of a few MiB each would otherwise get 4 KiB
+/// pages, or waste most of a 2 MiB one each). A chunk lives while a tensor in it does.
+/// arena.take(1 << 20) -> {data 64-byte aligned, owner}
+class WeightArena {
+ public:
+  struct Block {
+    uint8_t* data = nullptr;
+    std::shared_ptr<const void> owner;
+  };
+  static constexpr size_t kChunkBytes = size_t(64) << 20;
+  /// `bytes` of writable memory, or {} when none can be had.
+  Block take(size_t bytes);
+
+ private:
+  std::shared_ptr<const void> chunk_;
+  uint8_t* base_ = nullptr;
+  size_t size_ = 0, used_ = 0;
+};
+/// `bytes` owned by the returned block alone (aligned_alloc); data null when none can be had.
+WeightArena::Block ownedBlock(size_t bytes);
+
 /// Tensor i of `impl` on `platform`: bound zero-copy when `want` is its stored dtype (or
-/// absent), else converted; advances `bar` (may be null) by its bytes.
-Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar);
+/// absent), else converted (into `arena` when given); advances `bar` (may be null) by its bytes.
+Tensor loadOne(const Checkpoint::Impl& impl, size_t i, const Platform& platform, std::optional<DType> want, ProgressBar* bar,
+               WeightArena* arena = nullptr);
 /// This process's shard of stored tensor i for a placeholder `global` (the stored dims, or the
 /// packed u8 {rows, rowBytes} of quantized blocks) sharded on `axis` over `parts`: only that
 /// block of the axis is copied out of the mapping (and converted to `want`); the result is a

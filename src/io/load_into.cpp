@@ -197,6 +197,7 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
     report.notes.push_back(note);
   }
   ProgressBar bar(impl.progress, total);
+  WeightArena arena;
   std::vector<Tensor> loaded(leaves.size());
   for (size_t l = 0; l < leaves.size(); ++l) {
     const TensorInfo& t = impl.tensors[found[l]];
@@ -209,7 +210,7 @@ LoadReport bindLeaves(const Platform& platform, std::vector<Leaf>& leaves, const
       loaded[l] = loadShard(impl, found[l], platform, dtype, want, shardAxis, partitions, platform.partitionIndex(), &bar);
       continue;
     }
-    Tensor x = loadOne(impl, found[l], platform, dtype, &bar);
+    Tensor x = loadOne(impl, found[l], platform, dtype, &bar, &arena);
     std::vector<Tag> tags;
     for (int64_t a = 0; a < want.rank(); ++a) tags.push_back(want.tag(a));
     x = x.withTags(tags);
