@@ -5,12 +5,13 @@
 //   build/bin/radix-bench-qkernels --types all --threads 2 --isa avx2
 //
 // GEMV (m = 1): GB/s of weight bytes streamed; the weight cycles through copies (>= 256 MiB in
-// all) so that it comes from memory, as in decoding. `int8` is the default path (activations
+// all, on 2 MiB pages as a model's are) so that it comes from memory, as in decoding. `int8` is the default path (activations
 // quantized per 32), `f32` the RADIX_QUANT_EXACT=1 one. GEMM (m = 512, prompt processing):
 // GFLOP/s = 2 m n k / s. `hot int8`: one copy of the weight (in cache), 1 thread, timed by the
 // thread's CPU time: the kernel's compute ceiling, readable on a busy machine. Best of 7 reps,
 // each >= 30 ms. Not a test: timings are noisy.
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -171,7 +173,14 @@ int main(int argc, char** argv) {
       for (const auto& [n, k] : shapes) {
         const int64_t rowBytes = k / f->elems * f->bytes, bytes = n * rowBytes;
         const int copies = static_cast<int>(std::max<int64_t>(1, (int64_t(256) << 20) / bytes));
-        std::vector<std::vector<uint8_t>> ws(copies, weights(*f, n, k));
+        // On 2 MiB pages, as a model's weights are (a file read into memory: io::Residency::copied).
+        const size_t stride = static_cast<size_t>(bytes + 63) / 64 * 64, huge = size_t(2) << 20;
+        const size_t total = (stride * copies + huge - 1) / huge * huge;
+        std::unique_ptr<uint8_t, decltype(&std::free)> block(static_cast<uint8_t*>(std::aligned_alloc(huge, total)), std::free);
+        ::madvise(block.get(), total, MADV_HUGEPAGE);
+        const std::vector<uint8_t> w = weights(*f, n, k);
+        std::vector<uint8_t*> ws(copies);
+        for (int i = 0; i < copies; ++i) ws[i] = static_cast<uint8_t*>(std::memcpy(block.get() + i * stride, w.data(), w.size()));
         std::vector<float> a(static_cast<size_t>(512 * k)), c(static_cast<size_t>(512 * n));
         std::mt19937 rng(3);
         std::normal_distribution<float> nd;
@@ -181,7 +190,7 @@ int main(int argc, char** argv) {
         p.m = 1, p.n = n, p.k = k, p.sam = k, p.wRowBytes = rowBytes, p.scm = n, p.scn = 1;
         int call = 0;
         auto gemv = [&] {
-          p.w = ws[call++ % copies].data();
+          p.w = ws[call++ % copies];
           runner(p, threads);
         };
         unsetenv("RADIX_QUANT_EXACT");
@@ -192,13 +201,13 @@ int main(int argc, char** argv) {
         // One copy, 1 thread, CPU time: the rate from cache, the kernel's own ceiling.
         double hot = 0;
         if (threads == 1) {
-          p.w = ws[0].data();
+          p.w = ws[0];
           hot = bytes / bestCpu([&] { kernels::runQuantAvx2(p, 0, n, runner.vnni); }) / 1e9;
           if (runner.avx512) hot = bytes / bestCpu([&] { kernels::runQuantAvx512(p, 0, n, runner.vnni); }) / 1e9;
         }
         double gflops = 0;
         if (gemm) {
-          p.m = 512, p.w = ws[0].data();
+          p.m = 512, p.w = ws[0];
           gflops = 2.0 * 512 * n * k / best([&] { runner(p, threads); }, 3) / 1e9;
         }
         const double gInt8 = bytes / tInt8 / 1e9, gF32 = bytes / tF32 / 1e9;
