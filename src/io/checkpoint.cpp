@@ -87,8 +87,9 @@ std::shared_ptr<Mapping> readIntoMemory(int fd, size_t size, const std::string& 
   auto* out = static_cast<char*>(mapping->address);
   for (size_t done = 0; done < size;) {
     const ssize_t n = ::pread(fd, out + done, std::min<size_t>(size - done, size_t(1) << 30), static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(where + "cannot read at byte " + std::to_string(done) + ": " + std::strerror(errno));
+    const int e = errno;
+    if (n < 0 && e == EINTR) continue;
+    if (n < 0) throw Error(where + "cannot read at byte " + std::to_string(done) + ": " + std::strerror(e));
     if (n == 0) throw Error(where + "ended at byte " + std::to_string(done) + " of " + std::to_string(size) + " while being read (changed meanwhile?)");
     done += static_cast<size_t>(n);
   }
@@ -106,7 +107,10 @@ Source mapFile(const std::string& path, const std::string& prefix, Residency res
     ~Closer() { ::close(fd); }
   } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw Error(where + "cannot stat: " + std::strerror(errno));
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    throw Error(where + "cannot stat: " + std::strerror(e));
+  }
   if (!S_ISREG(st.st_mode)) throw Error(where + "not a regular file");
   const auto size = static_cast<size_t>(st.st_size);
   std::shared_ptr<Mapping> mapping;
