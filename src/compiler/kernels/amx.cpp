@@ -288,15 +288,8 @@ void runConvRowsAmx(const ConvRowsAmxPlan& p, int threads) {
   // The weights tap-major, rows of kk: from the packed-weight cache where they are a pinned weight.
   const int64_t rowsAll = g.groups * mP;
   auto packAll = [&](uint16_t* dst) {
-    if (threads <= 1 || rowsAll < 64) {
-      packWeights(dst, 0, rowsAll);
-      return;
-    }
-#pragma omp parallel num_threads(threads)
-    {
-      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      packWeights(dst, rowsAll * t / nt, rowsAll * (t + 1) / nt);
-    }
+    packPanelsParallel(rowsAll, 32, rowsAll < 64 ? 1 : threads,
+                       [&](int64_t row0, int64_t n) { packWeights(dst, row0, row0 + n); });
   };
   const size_t wBytes = sizeof(uint16_t) * static_cast<size_t>(rowsAll * kk);
   std::shared_ptr<const void> keep;

@@ -242,16 +242,7 @@ void convPackXInto(const ConvGemmPlan& g, int threads, typename Cfg::PackT* x) {
       u += end - p;
     }
   };
-  const int64_t units = g.groups * panels;
-  if (threads <= 1 || units < 2) {
-    pack(0, units);
-  } else {
-#pragma omp parallel num_threads(threads)
-    {
-      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-      pack(units * t / nt, units * (t + 1) / nt);
-    }
-  }
+  packPanelsParallel(g.groups * panels, 1, threads, [&](int64_t u0, int64_t n) { pack(u0, u0 + n); });
 }
 
 // X of every group packed once into whole-K panels (panel p of group gi at (gi * panels + p) *
